@@ -1,0 +1,50 @@
+# nanoprobe: the two set-up commands are `make demo` and `make check`.
+# Both install what is missing (Debian packages), build, and run.
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+MESON    ?= meson
+DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
+            libzydis-dev libelf-dev libdw-dev
+
+.PHONY: all deps build check demo bench install clean
+
+all: build
+
+# Install only what is missing; apt-get update once, only when needed.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/build.ninja:
+	$(MESON) setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+check: build
+	$(MESON) test -C $(BUILD) --print-errorlogs --num-processes 1 --timeout-multiplier 3; \
+	  status=$$?; python3 tools/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$status
+
+demo: build
+	$(BUILD)/examples/demo
+
+bench: build
+	$(BUILD)/bench/np-bench
+
+install: deps
+	$(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
+	  --buildtype=release --wipe >/dev/null 2>&1 || \
+	  $(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib --buildtype=release
+	ninja -C $(BUILD)-install
+	$(MESON) install -C $(BUILD)-install --quiet
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-install

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nanoprobe: trap-free dynamic instrumentation for Linux user space.
+ *
+ * A probe runs a handler when a thread reaches an address (entry handler)
+ * and, at a function entry, when that call returns (return handler). The
+ * engine patches the code in place: a branch to a per-probe trampoline
+ * (NP_STRATEGY_JUMP) where it can prove that safe, a breakpoint and one
+ * signal per hit (NP_STRATEGY_TRAP) otherwise, and it refuses, with the
+ * reason, a site it cannot patch without risking the program.
+ *
+ * Errors: functions returning a pointer return NULL and set errno;
+ * functions returning int return 0 or -1 and set errno. Every failure is
+ * also logged through the log callback (np_set_log_fn) with its reason.
+ */
+#ifndef NANOPROBE_H
+#define NANOPROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NP_API __attribute__((visibility("default")))
+
+#define NANOPROBE_VERSION_MAJOR 0
+#define NANOPROBE_VERSION_MINOR 1
+
+/* How a probe site is patched. AUTO is a request only: the engine picks
+ * JUMP, else TRAP, and np_probe_strategy() reports which it chose. */
+enum np_strategy {
+	NP_STRATEGY_AUTO = 0,
+	NP_STRATEGY_JUMP = 1, /* branch to a trampoline near the code */
+	NP_STRATEGY_TRAP = 2, /* breakpoint, SIGTRAP, emulate or run out of line */
+};
+
+struct np_probe;
+struct np_ctx;
+
+/* Handlers run on the probed thread, with the probed program's registers
+ * in ctx. They must be reentrant across threads. A handler that reaches a
+ * probed function does not re-enter a handler on the same thread: the
+ * nested hit is counted in np_probe_missed() instead. */
+typedef void (*np_handler_fn)(struct np_ctx *ctx, void *data);
+
+enum np_probe_flags {
+	/* The handlers never touch vector registers, so the trampoline need not
+	 * save them. Without it, the engine saves the SSE registers a C handler
+	 * may clobber (xmm0-15; xmm0-7 at a function entry): handlers must not
+	 * use AVX or x87 state that the probed code keeps live. */
+	NP_PROBE_NO_FPU = 1u << 0,
+};
+
+struct np_probe_opts {
+	size_t sz; /* sizeof(struct np_probe_opts): lets the struct grow */
+	np_handler_fn on_entry;  /* when the site is reached; may be NULL */
+	np_handler_fn on_return; /* when the function returns; site must be a
+				  * function entry; may be NULL */
+	void *data;              /* passed to both handlers */
+	enum np_strategy strategy;
+	const char *name;        /* for log messages; may be NULL */
+	/* Bounds of the function that contains addr. Zero: the engine finds
+	 * them in the ELF symbol tables of the mapped module. */
+	void *func_start;
+	size_t func_size;
+	unsigned flags; /* enum np_probe_flags */
+};
+
+#define NP_PROBE_OPTS(...) \
+	((struct np_probe_opts){.sz = sizeof(struct np_probe_opts), __VA_ARGS__})
+
+/* Place a probe at addr, an instruction boundary. NULL and errno on
+ * failure: EINVAL (bad options, not an instruction boundary, on_return away
+ * from a function entry), ENOEXEC (no executable mapping at addr),
+ * EOPNOTSUPP (the site cannot be patched: reason logged), ENOMEM,
+ * EDEADLK (called from a handler), EBUSY (conflicts with a forced strategy
+ * already in place), EAGAIN (another thread could not be checked). */
+NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts);
+
+/* Remove the probe. When it returns, no handler of this probe runs or will
+ * run, and if it was the last probe at its site the original bytes are back.
+ * Returns 0, or -1 with errno EDEADLK from a handler, EINVAL for NULL. */
+NP_API int np_probe_detach(struct np_probe *probe);
+
+/* Release the handle (detaching it first if needed). The counters below
+ * stay readable between detach and free. */
+NP_API void np_probe_free(struct np_probe *probe);
+
+NP_API enum np_strategy np_probe_strategy(const struct np_probe *probe);
+NP_API const char *np_strategy_name(enum np_strategy strategy);
+NP_API void *np_probe_addr(const struct np_probe *probe);
+
+/* Hits: entry handler calls (or return-probe arms when there is no entry
+ * handler). Missed: hits skipped by the recursion guard, return probes lost
+ * to a full shadow stack, threads the engine could not track. */
+NP_API uint64_t np_probe_hits(const struct np_probe *probe);
+NP_API uint64_t np_probe_missed(const struct np_probe *probe);
+
+/* --- Handler context ---------------------------------------------------- */
+
+/* Integer/pointer argument i (0-based) of the platform calling convention,
+ * read at a function entry; arguments past the registers come from the
+ * stack. */
+NP_API uint64_t np_ctx_arg(const struct np_ctx *ctx, unsigned i);
+NP_API uint64_t np_ctx_retval(const struct np_ctx *ctx);
+NP_API uint64_t np_ctx_pc(const struct np_ctx *ctx);
+NP_API uint64_t np_ctx_sp(const struct np_ctx *ctx);
+/* The probe's address, also in a return handler (where pc is the return
+ * address). */
+NP_API uint64_t np_ctx_func(const struct np_ctx *ctx);
+NP_API bool np_ctx_is_return(const struct np_ctx *ctx);
+
+/* General registers by number (np_reg_lookup) for this host's ISA. */
+NP_API int np_reg_lookup(const char *name); /* -1 if unknown */
+NP_API const char *np_reg_name(int reg);
+NP_API uint64_t np_ctx_reg(const struct np_ctx *ctx, int reg);
+/* Writes take effect when the handler returns. The stack pointer is read
+ * only. Returns 0, or -1 with errno EINVAL. */
+NP_API int np_ctx_set_reg(struct np_ctx *ctx, int reg, uint64_t value);
+
+/* In a return handler: the value the caller sees. */
+NP_API int np_ctx_set_retval(struct np_ctx *ctx, uint64_t value);
+/* In an entry handler at a function entry: skip the function, the caller
+ * sees value returned. -1 with errno EINVAL elsewhere. */
+NP_API int np_ctx_override_return(struct np_ctx *ctx, uint64_t value);
+
+/* --- Logging ------------------------------------------------------------ */
+
+enum np_log_level { NP_LOG_ERROR = 0, NP_LOG_WARN = 1, NP_LOG_INFO = 2, NP_LOG_DEBUG = 3 };
+typedef void (*np_log_fn)(enum np_log_level level, const char *msg, void *user);
+/* Route the engine's messages; NULL restores the default (stderr, warnings
+ * and errors only, or every level with NANOPROBE_DEBUG=1). */
+NP_API void np_set_log_fn(np_log_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANOPROBE_H */

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-ISA contract.
+ *
+ * Every folder src/arch/<isa>/ holds the same files and fills one
+ * struct np_isa. Everything reachable from it is pure: it works on
+ * (bytes, pc) values and a register file, makes no syscall, touches no
+ * global state, and so is compiled and unit-tested on every host for every
+ * ISA. Only src/arch/<host>/runtime.c and the trampoline templates know the
+ * machine they run on.
+ *
+ * Instructions fall in three classes, as in the kernel's probes:
+ *   REJECTED   never displaced nor stepped: the site is refused with reason;
+ *   OUT_OF_LINE copied (relocated) into a slot or trampoline and run there;
+ *   SIMULATED  the trap handler performs its effect on the register file.
+ * A simulated instruction can also run out of line; the class records the
+ * cheapest safe way for the trap path.
+ */
+#ifndef NP_ARCH_H
+#define NP_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum np_insn_class {
+	NP_INSN_REJECTED = 0,
+	NP_INSN_OUT_OF_LINE = 1,
+	NP_INSN_SIMULATED = 2,
+};
+
+enum np_insn_flag {
+	NP_INSN_BRANCH = 1u << 0,   /* direct pc-relative jump/call; target set */
+	NP_INSN_COND = 1u << 1,     /* conditional: may fall through */
+	NP_INSN_CALL = 1u << 2,     /* pushes/links a return address */
+	NP_INSN_RET = 1u << 3,      /* function return */
+	NP_INSN_INDIRECT = 1u << 4, /* indirect jump or call (target unknown) */
+	NP_INSN_PCREL = 1u << 5,    /* pc-relative data operand; target = address */
+	NP_INSN_NOFALL = 1u << 6,   /* never falls through: jmp, ret, ud2, hlt */
+	NP_INSN_PADDING = 1u << 7,  /* nop or trap: may be alignment padding */
+	NP_INSN_SYSTEM = 1u << 8,   /* syscall or other privileged/system form */
+	NP_INSN_JUMPTABLE = 1u << 9, /* indirect jump through a table the
+				      * decoder recognised: table/stride set */
+};
+
+struct np_insn {
+	uint64_t pc;
+	uint64_t target;     /* branch target, or pc-relative data address */
+	uint32_t flags;      /* enum np_insn_flag */
+	uint8_t len;         /* bytes */
+	uint8_t cls;         /* enum np_insn_class */
+	uint16_t sim;        /* ISA-private simulator id (0: none) */
+	const char *reason;  /* static: why REJECTED, or why not SIMULATED */
+};
+
+/*
+ * The register file seen by handlers, trampolines, simulators and the
+ * trap handler. Index meanings are per ISA (x86-64: hardware encoding
+ * order rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15; arm64: x0..x30,
+ * sp as 31; riscv64: x0..x31). The layout is fixed: trampolines build it
+ * on the stack, so offsets below are part of the contract with assembly.
+ */
+#define NP_NGPR 32
+struct np_regs {
+	uint64_t gpr[NP_NGPR]; /* offset 0 */
+	uint64_t pc;           /* offset 256 */
+	uint64_t flags;        /* offset 264: x86 rflags; unused elsewhere */
+};
+#define NP_REGS_PC_OFF 256
+#define NP_REGS_FLAGS_OFF 264
+#define NP_REGS_SIZE 272
+
+/* Memory access for simulators: in-process it is a plain copy, in unit
+ * tests a buffer. 0 or -EFAULT. */
+struct np_mem {
+	int (*read)(void *cookie, uint64_t addr, void *dst, size_t len);
+	int (*write)(void *cookie, uint64_t addr, const void *src, size_t len);
+	void *cookie;
+};
+
+/* Where relocated code goes and what it must do at its end. */
+struct np_reloc {
+	const uint8_t *src; /* original instruction bytes */
+	size_t src_len;     /* whole instructions only */
+	uint64_t src_pc;    /* where src lives in the program */
+	uint8_t *dst;       /* output buffer */
+	size_t dst_cap;
+	uint64_t dst_pc;    /* where dst will execute */
+	uint64_t resume_pc; /* jump here afterwards (usually src_pc + src_len);
+			     * 0: no jump back is appended */
+};
+
+struct np_isa {
+	const char *name;     /* "x86_64", "arm64", "riscv64" */
+	unsigned jump_len;    /* bytes the JUMP patch writes */
+	unsigned trap_len;    /* bytes of the breakpoint instruction */
+	unsigned max_insn;    /* longest instruction */
+	unsigned insn_align;  /* instruction alignment (1 on x86) */
+	uint64_t jump_reach;  /* +/- range of the JUMP patch */
+
+	/* Decode and classify one instruction. 0, or -EILSEQ (invalid),
+	 * -ENODATA (avail too short). */
+	int (*decode)(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);
+	/* Disassembly text (AT&T on x86, as objdump prints). Length or -errno. */
+	int (*format)(const uint8_t *code, size_t avail, uint64_t pc, char *buf, size_t cap);
+	/* Relocate r->src to r->dst. Returns bytes written, or -ERANGE (a
+	 * target cannot be reached from dst_pc), -ENOSPC (dst_cap), -EILSEQ,
+	 * -EOPNOTSUPP (a form that cannot be relocated). */
+	int (*relocate)(const struct np_reloc *r);
+	/* Perform a SIMULATED instruction: update regs (pc included) and
+	 * memory. 0, -EFAULT (memory), -EOPNOTSUPP (not simulated). */
+	int (*simulate)(const struct np_insn *insn, struct np_regs *regs, const struct np_mem *mem);
+	/* Emit the JUMP patch at 'from' going to 'to' (jump_len bytes). */
+	int (*emit_jump)(uint8_t *buf, uint64_t from, uint64_t to);
+	/* Emit the breakpoint (trap_len bytes). */
+	int (*emit_trap)(uint8_t *buf);
+	/* Emit an absolute or pc-relative jump of any reach, as short as the
+	 * distance allows. Bytes written or -ENOSPC. */
+	int (*emit_jump_any)(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
+
+	/* Every address inside [code, code+len) (a whole function at pc) that
+	 * control can reach other than by falling through: direct branch
+	 * targets and the entries of jump tables the ISA code recognises
+	 * (table contents read through mem). Returns how many indirect jumps
+	 * could not be resolved (>= 0), or -errno. */
+	int (*branch_targets)(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
+			      void (*found)(void *cookie, uint64_t target), void *cookie);
+
+	/* Calling convention: argument registers, return register. */
+	unsigned nargs_reg;
+	const uint8_t *arg_regs;
+	uint8_t ret_reg, sp_reg;
+	const char *const *reg_names; /* NP_NGPR entries, NULL where none */
+};
+
+extern const struct np_isa np_isa_x86_64;
+
+#endif /* NP_ARCH_H */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86-64 trampoline templates. The engine copies these byte ranges into a
+ * per-region trampoline near the probed code and fills the 8-byte slots
+ * that follow each `_imm` label. They build a struct np_ctx on the stack:
+ *
+ *   ctx+0   site          ctx+8  kind     ctx+12 redirect
+ *   ctx+16  regs.gpr[0..15] (rax rcx rdx rbx rsp rbp rsi rdi r8..r15)
+ *   ctx+144 regs.gpr[16..31] (unused on x86-64)
+ *   ctx+272 regs.pc       ctx+280 regs.flags
+ *
+ * Two save flavours:
+ *   full   anywhere in a function: skips the 128-byte red zone, restores
+ *          rflags with popfq (slow, ~20 cycles, but exact);
+ *   entry  at a function entry: the red zone is dead (the caller just made
+ *          a call) and so are the flags (SysV ABI), so it skips both.
+ * The vector registers a C handler may clobber are saved separately:
+ * all 16 xmm mid-function, xmm0-7 (the argument registers) at an entry.
+ */
+	.text
+	.p2align 4
+
+#define SLOT(name) .byte 0x48, 0xb8; .globl name; .hidden name; name: .quad 0
+
+#define PUSH_GPRS \
+	push %r15; push %r14; push %r13; push %r12; \
+	push %r11; push %r10; push %r9; push %r8; \
+	push %rdi; push %rsi; push %rbp; \
+	lea -8(%rsp), %rsp; \
+	push %rbx; push %rdx; push %rcx; push %rax; \
+	lea -16(%rsp), %rsp
+
+#define POP_GPRS \
+	lea 16(%rsp), %rsp; \
+	pop %rax; pop %rcx; pop %rdx; pop %rbx; \
+	lea 8(%rsp), %rsp; \
+	pop %rbp; pop %rsi; pop %rdi; \
+	pop %r8; pop %r9; pop %r10; pop %r11; \
+	pop %r12; pop %r13; pop %r14; pop %r15
+
+#define TEMPLATE(name) .globl name##_begin, name##_end; .hidden name##_begin, name##_end; name##_begin:
+#define END(name) name##_end:
+
+/* --- save ------------------------------------------------------------- */
+TEMPLATE(np_x86_save_full)
+	lea -128(%rsp), %rsp		/* red zone */
+	pushfq
+	lea -136(%rsp), %rsp		/* pc, gpr[16..31] */
+	PUSH_GPRS
+	lea 416(%rsp), %rax		/* 16 + 272 + 128: the site's rsp */
+	mov %rax, 48(%rsp)
+	SLOT(np_x86_save_full_pc_imm)
+	mov %rax, 272(%rsp)
+	cld				/* C handlers expect DF=0; at an entry it is */
+END(np_x86_save_full)
+
+TEMPLATE(np_x86_save_entry)
+	lea -144(%rsp), %rsp		/* flags (dead here, not saved), pc, gpr[16..31] */
+	PUSH_GPRS
+	lea 288(%rsp), %rax		/* 16 + 272 */
+	mov %rax, 48(%rsp)
+	SLOT(np_x86_save_entry_pc_imm)
+	mov %rax, 272(%rsp)
+END(np_x86_save_entry)
+
+/* ctx header, callee-saved rbx keeps ctx, 16-byte aligned call frame */
+TEMPLATE(np_x86_save_tail)
+	SLOT(np_x86_save_tail_site_imm)
+	mov %rax, (%rsp)
+	movq $0, 8(%rsp)
+	mov %rsp, %rbx
+	and $-16, %rsp
+END(np_x86_save_tail)
+
+/* --- vector state ------------------------------------------------------ */
+TEMPLATE(np_x86_sse16_save)
+	lea -256(%rsp), %rsp
+	movaps %xmm0, 0(%rsp);    movaps %xmm1, 16(%rsp)
+	movaps %xmm2, 32(%rsp);   movaps %xmm3, 48(%rsp)
+	movaps %xmm4, 64(%rsp);   movaps %xmm5, 80(%rsp)
+	movaps %xmm6, 96(%rsp);   movaps %xmm7, 112(%rsp)
+	movaps %xmm8, 128(%rsp);  movaps %xmm9, 144(%rsp)
+	movaps %xmm10, 160(%rsp); movaps %xmm11, 176(%rsp)
+	movaps %xmm12, 192(%rsp); movaps %xmm13, 208(%rsp)
+	movaps %xmm14, 224(%rsp); movaps %xmm15, 240(%rsp)
+END(np_x86_sse16_save)
+
+TEMPLATE(np_x86_sse16_restore)
+	movaps 0(%rsp), %xmm0;    movaps 16(%rsp), %xmm1
+	movaps 32(%rsp), %xmm2;   movaps 48(%rsp), %xmm3
+	movaps 64(%rsp), %xmm4;   movaps 80(%rsp), %xmm5
+	movaps 96(%rsp), %xmm6;   movaps 112(%rsp), %xmm7
+	movaps 128(%rsp), %xmm8;  movaps 144(%rsp), %xmm9
+	movaps 160(%rsp), %xmm10; movaps 176(%rsp), %xmm11
+	movaps 192(%rsp), %xmm12; movaps 208(%rsp), %xmm13
+	movaps 224(%rsp), %xmm14; movaps 240(%rsp), %xmm15
+END(np_x86_sse16_restore)
+
+TEMPLATE(np_x86_sse8_save)
+	lea -128(%rsp), %rsp
+	movaps %xmm0, 0(%rsp);    movaps %xmm1, 16(%rsp)
+	movaps %xmm2, 32(%rsp);   movaps %xmm3, 48(%rsp)
+	movaps %xmm4, 64(%rsp);   movaps %xmm5, 80(%rsp)
+	movaps %xmm6, 96(%rsp);   movaps %xmm7, 112(%rsp)
+END(np_x86_sse8_save)
+
+TEMPLATE(np_x86_sse8_restore)
+	movaps 0(%rsp), %xmm0;    movaps 16(%rsp), %xmm1
+	movaps 32(%rsp), %xmm2;   movaps 48(%rsp), %xmm3
+	movaps 64(%rsp), %xmm4;   movaps 80(%rsp), %xmm5
+	movaps 96(%rsp), %xmm6;   movaps 112(%rsp), %xmm7
+END(np_x86_sse8_restore)
+
+/* --- the call ------------------------------------------------------------ */
+TEMPLATE(np_x86_call)
+	mov %rbx, %rdi
+	SLOT(np_x86_call_fn_imm)
+	call *%rax
+END(np_x86_call)
+
+/* --- restore ------------------------------------------------------------- */
+/* A handler that moved pc or sp (override_return, set_reg) sets redirect;
+ * np_x86_redirect then loads every register from ctx. */
+TEMPLATE(np_x86_restore_full)
+	mov %rbx, %rsp
+	cmpl $0, 12(%rsp)
+	je 1f
+	SLOT(np_x86_restore_full_redirect_imm)
+	jmp *%rax
+1:	POP_GPRS
+	lea 136(%rsp), %rsp
+	popfq
+	lea 128(%rsp), %rsp
+END(np_x86_restore_full)
+
+TEMPLATE(np_x86_restore_entry)
+	mov %rbx, %rsp
+	cmpl $0, 12(%rsp)
+	je 1f
+	SLOT(np_x86_restore_entry_redirect_imm)
+	jmp *%rax
+1:	POP_GPRS
+	lea 144(%rsp), %rsp
+END(np_x86_restore_entry)
+
+/* --- shared code, runs in place -------------------------------------------- */
+
+/* rsp = ctx. Resume at regs.pc with every register, rsp included, from ctx.
+ * The target goes through a per-thread TLS slot so that no register or
+ * stack byte of the program holds it. A shared library cannot use the
+ * local-exec TLS form, so the engine copies this template once and patches
+ * the slot's %fs displacement (np_x86_redirect_tls_*) computed at init. */
+TEMPLATE(np_x86_redirect)
+	push 280(%rsp)			/* entry point with rflags */
+	popfq
+	.globl np_x86_redirect_noflags; .hidden np_x86_redirect_noflags
+np_x86_redirect_noflags:		/* entry point where rflags are dead */
+	mov 272(%rsp), %rax
+	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
+	.globl np_x86_redirect_tls_a; .hidden np_x86_redirect_tls_a
+np_x86_redirect_tls_a: .long 0
+	mov 16(%rsp), %rax
+	mov 24(%rsp), %rcx
+	mov 32(%rsp), %rdx
+	mov 40(%rsp), %rbx
+	mov 56(%rsp), %rbp
+	mov 64(%rsp), %rsi
+	mov 72(%rsp), %rdi
+	mov 80(%rsp), %r8
+	mov 88(%rsp), %r9
+	mov 96(%rsp), %r10
+	mov 104(%rsp), %r11
+	mov 112(%rsp), %r12
+	mov 120(%rsp), %r13
+	mov 128(%rsp), %r14
+	mov 136(%rsp), %r15
+	mov 48(%rsp), %rsp
+	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
+	.globl np_x86_redirect_tls_b; .hidden np_x86_redirect_tls_b
+np_x86_redirect_tls_b: .long 0
+END(np_x86_redirect)
+
+/* A probed function returns here instead of to its caller. Only the return
+ * registers (rax, rdx, xmm0, xmm1) are live; np__ret_dispatch finds the
+ * real return address on the shadow stack and we leave via redirect. */
+	.globl np_x86_ret_tramp
+	.hidden np_x86_ret_tramp
+	.type np_x86_ret_tramp, @function
+np_x86_ret_tramp:
+	lea -144(%rsp), %rsp
+	PUSH_GPRS
+	lea 288(%rsp), %rax
+	mov %rax, 48(%rsp)
+	movq $0, 272(%rsp)
+	movq $0, (%rsp)
+	movq $1, 8(%rsp)
+	mov %rsp, %rbx
+	and $-16, %rsp
+	lea -32(%rsp), %rsp
+	movaps %xmm0, 0(%rsp)
+	movaps %xmm1, 16(%rsp)
+	mov %rbx, %rdi
+	call np__ret_dispatch
+	movaps 0(%rsp), %xmm0
+	movaps 16(%rsp), %xmm1
+	mov %rbx, %rsp
+	jmp *np_x86_redirect_nf_ptr(%rip)
+	.size np_x86_ret_tramp, .-np_x86_ret_tramp
+
+	.section .note.GNU-stack,"",@progbits

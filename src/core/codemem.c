@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Executable memory near the code it serves, and writes to code.
+ *
+ * Trampolines must sit within the reach of the patch branch (+/-2 GiB for
+ * x86 rel32, +/-128 MiB for arm64 b), so chunks are mapped into the gaps of
+ * /proc/self/maps closest to the probed module. Chunks are private and
+ * never writable through their own mapping (W^X): every write to code, ours
+ * or the program's, goes through /proc/self/mem, which the kernel lets a
+ * process use on its own read-only pages (the write breaks copy-on-write
+ * like a debugger's poke). Private mappings also mean a forked child keeps
+ * its own copy of every trampoline. Where /proc/self/mem is not writable
+ * (proc_mem.force_override=never) we fall back to a brief mprotect.
+ */
+#include "core/internal.h"
+#include "core/maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CHUNK (256 * 1024)
+
+struct chunk {
+	uint64_t base, used;
+	struct chunk *next;
+};
+
+static struct chunk *chunks;
+static int mem_fd = -1;
+
+static uint64_t page_size(void)
+{
+	return (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static bool within(uint64_t a, uint64_t b, uint64_t reach)
+{
+	uint64_t d = a > b ? a - b : b - a;
+	return reach == 0 || d < reach;
+}
+
+static uint64_t try_map(uint64_t hint)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (hint ? MAP_FIXED_NOREPLACE : 0);
+	void *p = mmap((void *)hint, CHUNK, PROT_READ | PROT_EXEC, flags, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if (hint && (uint64_t)p != hint) { /* kernels without NOREPLACE */
+		munmap(p, CHUNK);
+		return 0;
+	}
+	return (uint64_t)p;
+}
+
+/* The free gap closest to 'near' that holds a chunk within reach. */
+static uint64_t map_near(uint64_t near, uint64_t reach)
+{
+	struct np_maps m;
+	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
+	if (np_maps_read(&m))
+		return 0;
+	for (int i = 0; i + 1 < m.n; i++) {
+		uint64_t lo = (m.v[i].end + pg - 1) & ~(pg - 1), hi = m.v[i + 1].start;
+		if (hi < lo || hi - lo < CHUNK)
+			continue;
+		/* the end of the gap nearest to 'near' */
+		uint64_t cand = near < lo ? lo : (near > hi - CHUNK ? hi - CHUNK : near & ~(pg - 1));
+		uint64_t d = cand > near ? cand - near : near - cand;
+		if (d < best_d && within(cand, near, reach) && within(cand + CHUNK, near, reach)) {
+			best = cand;
+			best_d = d;
+		}
+	}
+	np_maps_free(&m);
+	return best ? try_map(best) : 0;
+}
+
+static struct chunk *chunk_new(uint64_t near, uint64_t reach)
+{
+	uint64_t base = near ? map_near(near, reach) : try_map(0);
+	if (!base)
+		return NULL;
+	struct chunk *c = calloc(1, sizeof(*c));
+	if (!c) {
+		munmap((void *)base, CHUNK);
+		return NULL;
+	}
+	c->base = base;
+	c->next = chunks;
+	chunks = c;
+	np_maps_invalidate();
+	return c;
+}
+
+uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
+{
+	len = (len + 15) & ~(size_t)15;
+	if (len > CHUNK)
+		return 0;
+	for (struct chunk *c = chunks; c; c = c->next)
+		if (c->used + len <= CHUNK && (!near || (within(c->base, near, reach) &&
+							 within(c->base + CHUNK, near, reach)))) {
+			uint64_t at = c->base + c->used;
+			c->used += len;
+			return at;
+		}
+	struct chunk *c = chunk_new(near, reach);
+	if (!c)
+		return 0;
+	c->used = len;
+	return c->base;
+}
+
+/* Retired code is never handed out again here: a thread may still be
+ * inside it (see docs/design.md, "Retiring trampolines"). */
+void np_codemem_retire(uint64_t addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+static int open_mem(void)
+{
+	if (mem_fd < 0)
+		mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	return mem_fd;
+}
+
+static int write_mprotect(uint64_t addr, const void *src, size_t len)
+{
+	struct np_map m;
+	uint64_t pg = page_size(), lo = addr & ~(pg - 1), hi = (addr + len + pg - 1) & ~(pg - 1);
+	int err = np_maps_lookup(addr, &m);
+	if (err)
+		return err;
+	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
+	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
+		return -errno;
+	memcpy((void *)addr, src, len);
+	if (mprotect((void *)lo, hi - lo, prot))
+		return -errno;
+	return 0;
+}
+
+int np_code_write(uint64_t addr, const void *src, size_t len)
+{
+	int fd = open_mem();
+	if (fd >= 0 && pwrite(fd, src, len, (off_t)addr) == (ssize_t)len)
+		return 0;
+	return write_mprotect(addr, src, len);
+}
+
+int np_code_read(uint64_t addr, void *dst, size_t len)
+{
+	int fd = open_mem();
+	if (fd >= 0 && pread(fd, dst, len, (off_t)addr) == (ssize_t)len)
+		return 0;
+	return -EFAULT;
+}
+
+bool np_code_mapped_exec(uint64_t addr, size_t len)
+{
+	struct np_map m;
+	if (np_maps_lookup(addr, &m) || !m.x)
+		return false;
+	return addr + len <= m.end || np_code_mapped_exec(m.end, addr + len - m.end);
+}

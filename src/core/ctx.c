@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* What a handler can read and change through struct np_ctx. */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+NP_API uint64_t np_ctx_arg(const struct np_ctx *ctx, unsigned i)
+{
+	const struct np_isa *isa = np_host_isa;
+	if (i < isa->nargs_reg)
+		return ctx->regs.gpr[isa->arg_regs[i]];
+	/* The rest are on the stack; on x86-64 above the return address. */
+	uint64_t sp = ctx->regs.gpr[isa->sp_reg];
+	if (ctx->kind == NP_CTX_ENTRY && ctx->site && ctx->site->func_entry)
+		sp += np_host_ret_in_memory() ? 8 : 0;
+	return *(const uint64_t *)(sp + 8 * (uint64_t)(i - isa->nargs_reg));
+}
+
+NP_API uint64_t np_ctx_retval(const struct np_ctx *ctx)
+{
+	return ctx->regs.gpr[np_host_isa->ret_reg];
+}
+
+NP_API uint64_t np_ctx_pc(const struct np_ctx *ctx)
+{
+	return ctx->regs.pc;
+}
+
+NP_API uint64_t np_ctx_sp(const struct np_ctx *ctx)
+{
+	return ctx->regs.gpr[np_host_isa->sp_reg];
+}
+
+NP_API uint64_t np_ctx_func(const struct np_ctx *ctx)
+{
+	return ctx->site ? ctx->site->addr : 0;
+}
+
+NP_API bool np_ctx_is_return(const struct np_ctx *ctx)
+{
+	return ctx->kind == NP_CTX_RETURN;
+}
+
+NP_API int np_reg_lookup(const char *name)
+{
+	if (!name)
+		return -1;
+	if (*name == '%')
+		name++;
+	for (int i = 0; i < NP_NGPR; i++)
+		if (np_host_isa->reg_names[i] && strcmp(np_host_isa->reg_names[i], name) == 0)
+			return i;
+	if (strcmp(name, "pc") == 0 || strcmp(name, "ip") == 0 || strcmp(name, "rip") == 0)
+		return NP_NGPR;
+	return -1;
+}
+
+NP_API const char *np_reg_name(int reg)
+{
+	if (reg == NP_NGPR)
+		return "pc";
+	return reg >= 0 && reg < NP_NGPR ? np_host_isa->reg_names[reg] : NULL;
+}
+
+NP_API uint64_t np_ctx_reg(const struct np_ctx *ctx, int reg)
+{
+	if (reg == NP_NGPR)
+		return ctx->regs.pc;
+	return reg >= 0 && reg < NP_NGPR ? ctx->regs.gpr[reg] : 0;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+NP_API int np_ctx_set_reg(struct np_ctx *ctx, int reg, uint64_t value)
+{
+	if (reg == NP_NGPR) {
+		/* moving pc mid-function is the handler's own business */
+		ctx->regs.pc = value;
+		ctx->redirect = 1;
+		return 0;
+	}
+	if (reg < 0 || reg >= NP_NGPR || !np_host_isa->reg_names[reg] ||
+	    reg == np_host_isa->sp_reg)
+		return fail(EINVAL);
+	ctx->regs.gpr[reg] = value;
+	return 0;
+}
+
+NP_API int np_ctx_set_retval(struct np_ctx *ctx, uint64_t value)
+{
+	if (ctx->kind != NP_CTX_RETURN)
+		return fail(EINVAL);
+	ctx->regs.gpr[np_host_isa->ret_reg] = value;
+	return 0;
+}
+
+NP_API int np_ctx_override_return(struct np_ctx *ctx, uint64_t value)
+{
+	if (ctx->kind != NP_CTX_ENTRY || !ctx->site || !ctx->site->func_entry)
+		return fail(EINVAL);
+	np_host_return_now(ctx, value);
+	return 0;
+}

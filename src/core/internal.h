@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by src/core/ and the host runtime.
+ *
+ * Objects, from small to large:
+ *   np_probe   what the user attached: handlers, data, a counter slot.
+ *   np_site    one probed instruction address; holds the probes attached
+ *              there as an immutable list swapped atomically (RCU style),
+ *              so the hit path reads it without a lock.
+ *   np_region  a run of whole instructions patched as one unit: for JUMP,
+ *              the bytes the branch displaces (one or more sites share it);
+ *              for TRAP, the one instruction under the breakpoint.
+ *   np_thread  per-thread state claimed on a thread's first hit: recursion
+ *              guard, hit/miss counters per probe slot, shadow stack.
+ *
+ * Everything the hit path touches is reachable without locks. Attach and
+ * detach serialise on one engine mutex.
+ */
+#ifndef NP_INTERNAL_H
+#define NP_INTERNAL_H
+
+#include <nanoprobe/nanoprobe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/arch.h"
+
+#define NP_MAX_PROBES 16384    /* counter slots per thread */
+#define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
+#define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
+
+struct np_site;
+
+/* Handler context. The trampolines build it on the stack: the layout is a
+ * contract with src/arch/<isa>/tramp.S (offsets checked at compile time). */
+struct np_ctx {
+	struct np_site *site; /* +0 */
+	uint32_t kind;        /* +8: NP_CTX_ENTRY or NP_CTX_RETURN */
+	uint32_t redirect;    /* +12: nonzero: resume at regs.pc/sp */
+	struct np_regs regs;  /* +16 */
+};
+#define NP_CTX_REGS_OFF 16
+enum { NP_CTX_ENTRY = 0, NP_CTX_RETURN = 1 };
+
+struct np_probe {
+	uint64_t addr;
+	struct np_site *site;
+	np_handler_fn on_entry, on_return;
+	void *data;
+	char *name;
+	uint32_t slot;         /* counter slot in every np_thread */
+	enum np_strategy requested;
+	unsigned flags;
+	uint64_t func_start;   /* bounds given by the caller, or 0 */
+	size_t func_size;
+	bool detached;
+	uint64_t hits_base;    /* counts already in the slot when attached */
+	uint64_t missed_base;
+	_Atomic uint64_t missed_global; /* misses with no thread block */
+	struct np_probe *next_in_site;
+};
+
+struct np_handler {
+	np_handler_fn on_entry, on_return;
+	void *data;
+	struct np_probe *probe;
+	uint32_t slot;
+};
+
+/* Immutable once published; replaced as a whole. */
+struct np_hlist {
+	uint32_t n;
+	uint32_t nret; /* handlers with on_return */
+	struct np_handler h[];
+};
+
+struct np_region;
+
+struct np_site {
+	uint64_t addr;
+	struct np_hlist *_Atomic list;
+	struct np_region *region;
+	struct np_probe *probes; /* attach order, engine lock held */
+	uint32_t gen;            /* bumped on reuse: validates shadow entries */
+	bool func_entry;         /* addr is the start of its function */
+	bool live;
+	unsigned fpu;            /* vector state the trampoline saves */
+};
+
+enum np_fpu_save { NP_FPU_NONE = 0, NP_FPU_SSE = 1 };
+
+struct np_region {
+	uint64_t start, end;          /* displaced [start, end) */
+	enum np_strategy strategy;    /* JUMP or TRAP */
+	bool forced;                  /* the strategy was requested explicitly */
+	uint8_t orig[32];             /* original bytes of [start, end) */
+	uint8_t patch[32];            /* the bytes written there */
+	unsigned ninsn;
+	struct np_insn insn[NP_MAX_REGION_INSNS];
+	uint32_t tramp_off[NP_MAX_REGION_INSNS]; /* where each insn's block starts */
+	uint64_t tramp;               /* trampoline or out-of-line slot */
+	size_t tramp_len;
+	struct np_site *sites[NP_MAX_REGION_INSNS]; /* per insn, or NULL */
+	struct np_region *next;
+};
+
+/* Per-thread state. Claimed on a thread's first hit from a pool that the
+ * control path keeps stocked, so the hit path never allocates. */
+struct np_shadow_frame {
+	uint64_t ret;  /* the real return address */
+	uint64_t slot; /* where it lived on the stack (entry sp on x86) */
+	struct np_site *site;
+	uint32_t gen;
+	uint32_t pad;
+};
+
+struct np_thread {
+	struct np_site *_Atomic in_site; /* non-NULL while handlers run */
+	_Atomic int tid;
+	uint32_t shadow_top;
+	uint32_t index;
+	uint64_t scratch;                /* redirect target for trampolines */
+	uint64_t hits[NP_MAX_PROBES];
+	uint64_t missed[NP_MAX_PROBES];
+	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
+};
+
+/* The calling thread's block; claims one on first use (NULL if the pool is
+ * empty). Async-signal-safe, lock-free, no syscall. */
+struct np_thread *np_thread_self(void);
+struct np_thread *np_thread_peek(void); /* no claim */
+int np_thread_pool_init(void);
+void np_thread_pool_stock(void);  /* control path: keep spare blocks */
+uint64_t np_thread_sum_hits(uint32_t slot);
+uint64_t np_thread_sum_missed(uint32_t slot);
+/* Wait until no thread is running handlers of 'site' (after its list
+ * changed and a membarrier made the change visible). */
+void np_thread_wait_site(const struct np_site *site);
+void np_thread_for_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie);
+
+/* The hit path: called by trampolines and the trap handler. */
+void np__dispatch(struct np_ctx *ctx);
+void np__ret_dispatch(struct np_ctx *ctx);
+void np_shadow_unwind_all(struct np_thread *t); /* put real returns back */
+void np_unwind_guard_install(void);
+
+/* Sites and regions (engine lock held). */
+struct np_site *np_site_get(uint64_t addr);
+struct np_site *np_site_new(uint64_t addr);
+void np_site_release(struct np_site *site);
+struct np_region *np_region_find(uint64_t addr);       /* start <= addr < end */
+struct np_region *np_region_overlapping(uint64_t start, uint64_t end);
+int np_region_place(struct np_site *site, struct np_probe *probe, const char *who);
+int np_region_remove_site(struct np_site *site);
+int np_region_refresh(struct np_region *region);
+int np_site_publish(struct np_site *site);
+bool np_site_need_rebuild(const struct np_site *site);
+
+/* Lock-free lookup of breakpoints, for the trap handler. */
+struct np_region *np_trap_lookup(uint64_t addr);
+int np_trap_table_set(struct np_region *region, bool present);
+int np_trap_init(void);
+
+/* Function bounds. */
+struct np_func_bounds {
+	uint64_t start, end;  /* the function, [start, end) */
+	uint64_t limit;       /* first address owned by something else */
+	bool known;
+};
+int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
+
+/* Executable memory near code, never writable through its own mapping. */
+uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
+void np_codemem_retire(uint64_t addr, size_t len);
+int np_code_write(uint64_t addr, const void *src, size_t len);
+bool np_code_mapped_exec(uint64_t addr, size_t len);
+int np_code_read(uint64_t addr, void *dst, size_t len);
+
+/* Live patching. */
+void np_sync_cores(void);     /* serialise instruction fetch on every core */
+void np_barrier_threads(void); /* full memory barrier on every running thread */
+/* Move threads whose pc lies in (start, end) to the address map() gives.
+ * Returns 0 or -EAGAIN when a thread could not be checked. */
+int np_threads_move_out(uint64_t start, uint64_t end,
+			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
+int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
+int np_patch_init(void);
+
+/* Engine state. */
+extern pthread_mutex_t np_engine_lock;
+extern const struct np_isa *np_host_isa;
+int np_engine_init(void);
+bool np_in_handler(void);
+void np_logf(enum np_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+uint32_t np_slot_alloc(void);
+void np_slot_free(uint32_t slot);
+
+/* Host runtime (src/arch/<host>/runtime.c). */
+struct ucontext_t;
+void np_host_regs_from_uc(struct np_regs *regs, const void *uc);
+void np_host_regs_to_uc(const struct np_regs *regs, void *uc);
+/* Build the trampoline of a region into buf (at address at). */
+int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
+size_t np_host_tramp_size(const struct np_region *region);
+/* At a function entry: the return address slot and its value. */
+uint64_t np_host_ret_slot(const struct np_ctx *ctx);
+uint64_t np_host_ret_trampoline(void);
+int np_host_init(void);
+bool np_host_ret_in_memory(void);
+/* Make ctx resume at the caller with 'value' returned (function entry). */
+void np_host_return_now(struct np_ctx *ctx, uint64_t value);
+
+#endif

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Choosing the bytes a patch displaces.
+ *
+ * JUMP needs isa->jump_len bytes at the site. They are whole instructions,
+ * decoded from the original code (other probes' patches are overlaid with
+ * the bytes they replaced). The plan is refused, with the reason, when:
+ *   - an instruction in it is REJECTED by the ISA tables;
+ *   - a call is not the last instruction (its return would land inside);
+ *   - a jump or return is followed by more displaced bytes that are not
+ *     alignment padding past the function's end;
+ *   - a direct branch or a resolved jump-table entry of the function lands
+ *     strictly inside the displaced bytes;
+ *   - more than one instruction would be displaced while the function has
+ *     an indirect jump we cannot resolve, or its bounds are unknown.
+ * Regions already patched that the new bytes overlap are merged into the
+ * plan, so that one trampoline serves all their sites.
+ */
+#include "core/internal.h"
+#include "core/plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int view_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	(void)cookie;
+	return np_code_read(addr, dst, len);
+}
+
+static void add_target(void *cookie, uint64_t target)
+{
+	struct fn_view *v = cookie;
+	if (v->ntargets == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *t = realloc(v->targets, v->cap * sizeof(*t));
+		if (!t) {
+			v->unresolved++; /* be conservative when out of memory */
+			return;
+		}
+		v->targets = t;
+	}
+	v->targets[v->ntargets++] = target;
+}
+
+/* Original bytes: what is mapped, with every region's patch undone. */
+int np_read_original(uint64_t addr, uint8_t *buf, size_t len)
+{
+	int err = np_code_read(addr, buf, len);
+	if (err)
+		return err;
+	for (struct np_region *r = np_regions; r; r = r->next) {
+		uint64_t lo = r->start > addr ? r->start : addr;
+		uint64_t hi = r->end < addr + len ? r->end : addr + len;
+		if (lo < hi)
+			memcpy(buf + (lo - addr), r->orig + (lo - r->start), hi - lo);
+	}
+	return 0;
+}
+
+void np_fn_view_free(struct fn_view *v)
+{
+	free(v->code);
+	free(v->targets);
+}
+
+#define MAX_FN_BYTES (4u << 20)
+
+/* Decode context for addr: the function around it, or just a window. */
+int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fsize)
+{
+	memset(v, 0, sizeof(*v));
+	if (fstart) {
+		v->fb = (struct np_func_bounds){fstart, fstart + fsize, fstart + fsize, true};
+		struct np_func_bounds sym;
+		if (np_symbol_bounds(addr, &sym) == 0 || sym.limit)
+			v->fb.limit = sym.limit > v->fb.end ? sym.limit : v->fb.end;
+	} else if (np_symbol_bounds(addr, &v->fb)) {
+		v->fb.known = false;
+	}
+	if (v->fb.known && (addr < v->fb.start || addr >= v->fb.end))
+		return -EINVAL;
+	v->base = v->fb.known ? v->fb.start : addr;
+	uint64_t hi = v->fb.known ? v->fb.limit : addr + 64;
+	if (!v->fb.known && v->fb.limit && v->fb.limit < hi)
+		hi = v->fb.limit;
+	if (hi > v->fb.end + 64 && v->fb.known)
+		hi = v->fb.end + 64; /* padding beyond 64 bytes is never needed */
+	if (hi <= v->base || hi - v->base > MAX_FN_BYTES)
+		return -E2BIG;
+	v->len = hi - v->base;
+	v->code = malloc(v->len);
+	if (!v->code)
+		return -ENOMEM;
+	/* the mapping may end before the window does */
+	while (v->len > 0 && np_read_original(v->base, v->code, v->len))
+		v->len = v->len > 16 ? v->len - 16 : 0;
+	if (v->len == 0)
+		return -EFAULT;
+	if (v->fb.known) {
+		struct np_mem mem = {view_read, NULL, NULL};
+		size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
+		int u = np_host_isa->branch_targets(v->code, flen, v->base, &mem, add_target, v);
+		v->unresolved = u < 0 ? 1 : u;
+	}
+	return 0;
+}
+
+int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in)
+{
+	if (pc < v->base || pc >= v->base + v->len)
+		return -ENODATA;
+	return np_host_isa->decode(v->code + (pc - v->base), v->len - (pc - v->base), pc, in);
+}
+
+/* Is addr an instruction boundary of the function (linear sweep)? */
+bool np_fn_view_is_boundary(const struct fn_view *v, uint64_t addr)
+{
+	if (!v->fb.known)
+		return true; /* nothing to check against: trust the caller */
+	uint64_t pc = v->fb.start;
+	struct np_insn in;
+	while (pc < addr && np_fn_view_decode(v, pc, &in) == 0)
+		pc += in.len;
+	return pc == addr;
+}
+
+static bool padding_until(const struct fn_view *v, uint64_t pc, uint64_t end)
+{
+	struct np_insn in;
+	while (pc < end) {
+		if (np_fn_view_decode(v, pc, &in) || !(in.flags & NP_INSN_PADDING))
+			return false;
+		pc += in.len;
+	}
+	return end <= v->fb.limit;
+}
+
+#define REFUSE(p, ...) (snprintf((p)->why, sizeof((p)->why), __VA_ARGS__), -EOPNOTSUPP)
+
+/* Whole instructions from p->start covering at least [start, need). */
+static int cover(const struct fn_view *v, struct plan *p, uint64_t need)
+{
+	uint64_t pc = p->start;
+	bool padded = false;
+	p->ninsn = 0;
+	while (pc < need) {
+		struct np_insn *in = &p->insn[p->ninsn];
+		if (v->fb.known && pc >= v->fb.end && p->ninsn &&
+		    (p->insn[p->ninsn - 1].flags & NP_INSN_NOFALL)) {
+			if (!padding_until(v, pc, need))
+				return REFUSE(p, "the function ends at 0x%llx, before the %u bytes a "
+						 "jump needs, and what follows is not padding",
+					      (unsigned long long)v->fb.end, np_host_isa->jump_len);
+			padded = true; /* never executed: patched over, not relocated */
+			break;
+		}
+		if (v->fb.known && pc >= v->fb.end)
+			return REFUSE(p, "the jump would run past the function end at 0x%llx",
+				      (unsigned long long)v->fb.end);
+		if (p->ninsn == NP_MAX_REGION_INSNS || np_fn_view_decode(v, pc, in))
+			return REFUSE(p, "cannot decode the instruction at 0x%llx",
+				      (unsigned long long)pc);
+		if (in->cls == NP_INSN_REJECTED)
+			return REFUSE(p, "instruction at 0x%llx: %s", (unsigned long long)pc,
+				      in->reason ? in->reason : "rejected");
+		if ((in->flags & NP_INSN_CALL) && pc + in->len < need)
+			return REFUSE(p, "a call at 0x%llx would not be the last displaced "
+					 "instruction", (unsigned long long)pc);
+		if ((in->flags & NP_INSN_NOFALL) && pc + in->len < need &&
+		    (!v->fb.known || pc + in->len < v->fb.end))
+			return REFUSE(p, "a jump or return at 0x%llx is followed by code the "
+					 "patch would overwrite", (unsigned long long)pc);
+		pc += in->len;
+		p->ninsn++;
+	}
+	p->end = padded ? need : pc;
+	return 0;
+}
+
+static int check_targets(const struct fn_view *v, struct plan *p)
+{
+	if (p->ninsn <= 1)
+		return 0; /* nothing can land strictly inside one instruction */
+	if (!v->fb.known)
+		return REFUSE(p, "the function's bounds are unknown, so branches into the "
+				 "displaced bytes cannot be ruled out");
+	if (v->unresolved)
+		return REFUSE(p, "the function has %d indirect jump(s) whose targets cannot be "
+				 "resolved", v->unresolved);
+	for (size_t i = 0; i < v->ntargets; i++)
+		if (v->targets[i] > p->start && v->targets[i] < p->end)
+			return REFUSE(p, "a branch lands at 0x%llx, inside the displaced bytes",
+				      (unsigned long long)v->targets[i]);
+	return 0;
+}
+
+/* Extend the plan over regions it overlaps until the set is stable. */
+int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p)
+{
+	uint64_t need = addr + np_host_isa->jump_len;
+	p->start = addr;
+	for (int round = 0; round < 8; round++) {
+		int err = cover(v, p, need);
+		if (err)
+			return err;
+		struct np_region *o = np_region_overlapping(p->start, p->end);
+		uint64_t grow = need;
+		for (struct np_region *r = o; r; r = np_region_overlapping(r->end, p->end)) {
+			if (r->strategy == NP_STRATEGY_TRAP && r->forced)
+				return REFUSE(p, "a probe forced to TRAP at 0x%llx lies in the bytes "
+						 "a jump needs", (unsigned long long)r->start);
+			if (r->end > grow)
+				grow = r->end;
+		}
+		if (grow <= p->end)
+			return check_targets(v, p);
+		need = grow;
+	}
+	return REFUSE(p, "overlapping probes form too long a run of displaced bytes");
+}
+
+int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p)
+{
+	p->start = addr;
+	p->ninsn = 1;
+	if (np_fn_view_decode(v, addr, &p->insn[0]))
+		return REFUSE(p, "cannot decode the instruction at 0x%llx",
+			      (unsigned long long)addr);
+	if (p->insn[0].cls == NP_INSN_REJECTED)
+		return REFUSE(p, "instruction at 0x%llx: %s", (unsigned long long)addr,
+			      p->insn[0].reason ? p->insn[0].reason : "rejected");
+	p->end = addr + p->insn[0].len;
+	return 0;
+}

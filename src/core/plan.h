@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Decoding the function around a site and planning the displaced bytes. */
+#ifndef NP_PLAN_H
+#define NP_PLAN_H
+#include "core/internal.h"
+
+struct fn_view {
+	struct np_func_bounds fb;
+	uint64_t base;   /* address of code[0] */
+	uint8_t *code;   /* original bytes of [base, fb.limit) */
+	size_t len;
+	uint64_t *targets;
+	size_t ntargets, cap;
+	int unresolved;
+};
+
+struct plan {
+	uint64_t start, end;
+	unsigned ninsn;
+	struct np_insn insn[NP_MAX_REGION_INSNS];
+	char why[160];
+};
+
+int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fsize);
+void np_fn_view_free(struct fn_view *v);
+int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in);
+bool np_fn_view_is_boundary(const struct fn_view *v, uint64_t addr);
+int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p);
+int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p);
+int np_read_original(uint64_t addr, uint8_t *buf, size_t len);
+extern struct np_region *np_regions;
+#endif

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public probe API: attach, detach, free, counters.
+ *
+ * Attach publishes the site's handler list before any code is patched, so
+ * the first thread to reach the new code already finds its handler. Detach
+ * goes the other way: the probe leaves the list, a membarrier makes that
+ * visible to every thread, we wait until no thread is still running the
+ * site's handlers, and only then is the code restored. After detach the
+ * handle still answers np_probe_hits(); np_probe_free() releases it.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+pthread_mutex_t np_engine_lock = PTHREAD_MUTEX_INITIALIZER;
+const struct np_isa *np_host_isa = &np_isa_x86_64;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+
+static void engine_init(void)
+{
+	if ((init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
+	    (init_err = np_trap_init()) || (init_err = np_host_init()))
+		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));
+}
+
+int np_engine_init(void)
+{
+	pthread_once(&init_once, engine_init);
+	return init_err;
+}
+
+bool np_in_handler(void)
+{
+	struct np_thread *t = np_thread_peek();
+	return t && atomic_load(&t->in_site) != NULL;
+}
+
+NP_API const char *np_strategy_name(enum np_strategy s)
+{
+	switch (s) {
+	case NP_STRATEGY_AUTO:
+		return "auto";
+	case NP_STRATEGY_JUMP:
+		return "jump";
+	case NP_STRATEGY_TRAP:
+		return "trap";
+	}
+	return "unknown";
+}
+
+/* --- counter slots ------------------------------------------------------- */
+
+static uint8_t slot_used[NP_MAX_PROBES];
+static uint32_t slot_hint;
+
+uint32_t np_slot_alloc(void)
+{
+	for (uint32_t n = 0; n < NP_MAX_PROBES; n++) {
+		uint32_t s = (slot_hint + n) % NP_MAX_PROBES;
+		if (!slot_used[s]) {
+			slot_used[s] = 1;
+			slot_hint = s + 1;
+			return s;
+		}
+	}
+	return UINT32_MAX;
+}
+
+void np_slot_free(uint32_t slot)
+{
+	slot_used[slot] = 0;
+}
+
+/* --- sites --------------------------------------------------------------- */
+
+/* Sites are never freed, only reused with a new generation: a shadow-stack
+ * frame of a thread still inside a probed call may point at one. */
+static struct np_site **sites;
+static size_t nsites, cap_sites;
+
+struct np_site *np_site_get(uint64_t addr)
+{
+	for (size_t i = 0; i < nsites; i++)
+		if (sites[i]->live && sites[i]->addr == addr)
+			return sites[i];
+	return NULL;
+}
+
+struct np_site *np_site_new(uint64_t addr)
+{
+	struct np_site *s = NULL;
+	for (size_t i = 0; i < nsites && !s; i++)
+		if (!sites[i]->live)
+			s = sites[i];
+	if (!s) {
+		if (nsites == cap_sites) {
+			size_t cap = cap_sites ? cap_sites * 2 : 64;
+			struct np_site **v = realloc(sites, cap * sizeof(*v));
+			if (!v)
+				return NULL;
+			sites = v;
+			cap_sites = cap;
+		}
+		if (!(s = calloc(1, sizeof(*s))))
+			return NULL;
+		sites[nsites++] = s;
+	}
+	uint32_t gen = s->gen + 1;
+	memset(s, 0, sizeof(*s));
+	s->gen = gen;
+	s->addr = addr;
+	s->live = true;
+	return s;
+}
+
+void np_site_release(struct np_site *s)
+{
+	struct np_hlist *l = atomic_exchange(&s->list, NULL);
+	s->live = false;
+	s->gen++;
+	np_barrier_threads();
+	np_thread_wait_site(s);
+	free(l);
+}
+
+static unsigned wanted_fpu(const struct np_site *s)
+{
+	for (const struct np_probe *p = s->probes; p; p = p->next_in_site)
+		if (!(p->flags & NP_PROBE_NO_FPU))
+			return NP_FPU_SSE;
+	return NP_FPU_NONE;
+}
+
+/* Replace the handler list with one built from s->probes. */
+int np_site_publish(struct np_site *s)
+{
+	uint32_t n = 0, nret = 0;
+	for (struct np_probe *p = s->probes; p; p = p->next_in_site)
+		n++;
+	struct np_hlist *l = calloc(1, sizeof(*l) + n * sizeof(l->h[0]));
+	if (!l)
+		return -ENOMEM;
+	for (struct np_probe *p = s->probes; p; p = p->next_in_site) {
+		l->h[l->n++] = (struct np_handler){p->on_entry, p->on_return, p->data, p, p->slot};
+		nret += p->on_return != NULL;
+	}
+	l->nret = nret;
+	struct np_hlist *old = atomic_exchange_explicit(&s->list, l, memory_order_acq_rel);
+	np_barrier_threads();
+	np_thread_wait_site(s);
+	free(old);
+	return 0;
+}
+
+bool np_site_need_rebuild(const struct np_site *s)
+{
+	return wanted_fpu(s) != s->fpu;
+}
+
+/* --- attach ----------------------------------------------------------------- */
+
+static void *fail_null(int err)
+{
+	errno = err;
+	return NULL;
+}
+
+static struct np_probe *probe_new(void *addr, const struct np_probe_opts *o)
+{
+	struct np_probe *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->addr = (uint64_t)addr;
+	p->on_entry = o->on_entry;
+	p->on_return = o->on_return;
+	p->data = o->data;
+	p->requested = o->strategy;
+	p->flags = o->flags;
+	p->func_start = (uint64_t)o->func_start;
+	p->func_size = o->func_size;
+	p->slot = np_slot_alloc();
+	if (o->name)
+		p->name = strdup(o->name);
+	else if (asprintf(&p->name, "%p", addr) < 0)
+		p->name = NULL;
+	if (p->slot == UINT32_MAX) {
+		free(p->name);
+		free(p);
+		return NULL;
+	}
+	p->hits_base = np_thread_sum_hits(p->slot);
+	p->missed_base = np_thread_sum_missed(p->slot);
+	return p;
+}
+
+static void probe_delete(struct np_probe *p)
+{
+	np_slot_free(p->slot);
+	free(p->name);
+	free(p);
+}
+
+static void site_append(struct np_site *s, struct np_probe *p)
+{
+	struct np_probe **pp = &s->probes;
+	while (*pp)
+		pp = &(*pp)->next_in_site;
+	*pp = p;
+	p->site = s;
+}
+
+static void site_unlink(struct np_site *s, struct np_probe *p)
+{
+	for (struct np_probe **pp = &s->probes; *pp; pp = &(*pp)->next_in_site)
+		if (*pp == p) {
+			*pp = p->next_in_site;
+			break;
+		}
+	p->next_in_site = NULL;
+}
+
+static bool is_func_entry(uint64_t addr, const struct np_probe *p)
+{
+	struct np_func_bounds fb;
+	if (p->func_start)
+		return p->func_start == addr;
+	return np_symbol_bounds(addr, &fb) == 0 && fb.start == addr;
+}
+
+/* A new probe at a site that already exists. */
+static int attach_existing(struct np_site *s, struct np_probe *p)
+{
+	if (p->requested != NP_STRATEGY_AUTO && s->region &&
+	    s->region->strategy != p->requested) {
+		np_logf(NP_LOG_ERROR, "probe '%s': the site already has a %s probe", p->name,
+			np_strategy_name(s->region->strategy));
+		return -EBUSY;
+	}
+	site_append(s, p);
+	int err = np_site_publish(s);
+	if (!err && np_site_need_rebuild(s)) {
+		s->fpu = wanted_fpu(s);
+		err = np_region_refresh(s->region);
+	}
+	if (err) {
+		site_unlink(s, p);
+		np_site_publish(s);
+	}
+	return err;
+}
+
+static int attach_new(uint64_t addr, struct np_probe *p)
+{
+	struct np_site *s = np_site_new(addr);
+	if (!s)
+		return -ENOMEM;
+	s->func_entry = is_func_entry(addr, p);
+	if (p->on_return && !s->func_entry) {
+		np_logf(NP_LOG_ERROR, "probe '%s': a return probe must sit at a function entry",
+			p->name);
+		np_site_release(s);
+		return -EINVAL;
+	}
+	site_append(s, p);
+	s->fpu = wanted_fpu(s);
+	int err = np_site_publish(s);
+	if (!err)
+		err = np_region_place(s, p, p->name);
+	if (err) {
+		site_unlink(s, p);
+		np_site_release(s);
+	}
+	return err;
+}
+
+static int check_opts(void *addr, const struct np_probe_opts *o)
+{
+	if (!addr || !o || o->sz < offsetof(struct np_probe_opts, name) ||
+	    (!o->on_entry && !o->on_return) || (unsigned)o->strategy > NP_STRATEGY_TRAP)
+		return -EINVAL;
+	if (!np_code_mapped_exec((uint64_t)addr, 1))
+		return -ENOEXEC;
+	return 0;
+}
+
+NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts)
+{
+	struct np_probe_opts o = {0};
+	int err;
+
+	if (np_in_handler())
+		return fail_null(EDEADLK);
+	if ((err = np_engine_init()))
+		return fail_null(-err);
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (o.on_return)
+		np_unwind_guard_install();
+	pthread_mutex_lock(&np_engine_lock);
+	np_thread_pool_stock();
+	err = check_opts(addr, opts ? &o : NULL);
+	if (err) {
+		pthread_mutex_unlock(&np_engine_lock);
+		np_logf(NP_LOG_ERROR, "probe at %p: %s", addr,
+			err == -ENOEXEC ? "no executable code mapped there" : "invalid options");
+		return fail_null(-err);
+	}
+	struct np_probe *p = probe_new(addr, &o);
+	struct np_site *s = p ? np_site_get((uint64_t)addr) : NULL;
+	err = !p ? -ENOMEM : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
+	if (err && p) {
+		probe_delete(p);
+		p = NULL;
+	}
+	pthread_mutex_unlock(&np_engine_lock);
+	if (err)
+		errno = -err;
+	return p;
+}
+
+/* --- detach --------------------------------------------------------------- */
+
+NP_API int np_probe_detach(struct np_probe *p)
+{
+	if (!p) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (np_in_handler()) {
+		errno = EDEADLK;
+		return -1;
+	}
+	pthread_mutex_lock(&np_engine_lock);
+	int err = 0;
+	if (!p->detached) {
+		struct np_site *s = p->site;
+		site_unlink(s, p);
+		err = np_site_publish(s); /* no handler of p runs after this */
+		if (!err && !s->probes) {
+			err = np_region_remove_site(s);
+			np_site_release(s);
+		} else if (!err && np_site_need_rebuild(s)) {
+			s->fpu = wanted_fpu(s);
+			err = np_region_refresh(s->region);
+		}
+		p->detached = true;
+	}
+	pthread_mutex_unlock(&np_engine_lock);
+	if (err) {
+		np_logf(NP_LOG_ERROR, "probe '%s': detach: %s", p->name, strerror(-err));
+		errno = -err;
+		return -1;
+	}
+	return 0;
+}
+
+NP_API void np_probe_free(struct np_probe *p)
+{
+	if (!p)
+		return;
+	np_probe_detach(p);
+	pthread_mutex_lock(&np_engine_lock);
+	probe_delete(p);
+	pthread_mutex_unlock(&np_engine_lock);
+}
+
+NP_API enum np_strategy np_probe_strategy(const struct np_probe *p)
+{
+	if (!p || p->detached || !p->site || !p->site->region)
+		return NP_STRATEGY_AUTO;
+	return p->site->region->strategy;
+}
+
+NP_API void *np_probe_addr(const struct np_probe *p)
+{
+	return p ? (void *)p->addr : NULL;
+}
+
+NP_API uint64_t np_probe_hits(const struct np_probe *p)
+{
+	return p ? np_thread_sum_hits(p->slot) - p->hits_base : 0;
+}
+
+NP_API uint64_t np_probe_missed(const struct np_probe *p)
+{
+	return p ? np_thread_sum_missed(p->slot) - p->missed_base + atomic_load(&p->missed_global)
+		 : 0;
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regions: runs of instructions patched as one unit, and their trampolines.
+ *
+ * A JUMP region is rebuilt whenever its set of sites changes: a new
+ * trampoline is written next to the old one, the jump at the region start
+ * is re-pointed (breakpoint first, see patch.c), and the old trampoline is
+ * retired. Threads still inside the old one finish there: it still jumps
+ * back to the same end address. A TRAP region is one instruction under a
+ * breakpoint; its out-of-line copy never changes.
+ */
+#include "core/internal.h"
+#include "core/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct np_region *np_regions;
+
+struct np_region *np_region_find(uint64_t addr)
+{
+	for (struct np_region *r = np_regions; r; r = r->next)
+		if (addr >= r->start && addr < r->end)
+			return r;
+	return NULL;
+}
+
+struct np_region *np_region_overlapping(uint64_t start, uint64_t end)
+{
+	struct np_region *best = NULL;
+	for (struct np_region *r = np_regions; r; r = r->next)
+		if (r->start < end && r->end > start && (!best || r->start < best->start))
+			best = r;
+	return best;
+}
+
+static int insn_index(const struct np_region *r, uint64_t addr)
+{
+	for (unsigned i = 0; i < r->ninsn; i++)
+		if (r->insn[i].pc == addr)
+			return (int)i;
+	return -1;
+}
+
+/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
+static int build(struct np_region *r)
+{
+	size_t cap = np_host_tramp_size(r);
+	uint8_t *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	uint64_t reach = np_host_isa->jump_reach - (1u << 20);
+	uint64_t at = np_codemem_alloc(r->start, cap, reach);
+	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
+	if (n >= 0)
+		n = np_code_write(at, buf, (size_t)n) ?: n;
+	free(buf);
+	if (n < 0) {
+		if (at)
+			np_codemem_retire(at, cap);
+		return n;
+	}
+	r->tramp = at;
+	r->tramp_len = (size_t)n;
+	return 0;
+}
+
+static void unlink_region(struct np_region *r)
+{
+	for (struct np_region **pp = &np_regions; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			return;
+		}
+}
+
+/* Point the jump at r's (new) trampoline. */
+static int patch_jump(struct np_region *r, bool move_threads)
+{
+	uint8_t jmp[16];
+	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	if (err < 0)
+		return err;
+	if ((err = np_trap_table_set(r, true)))
+		return err;
+	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
+	memcpy(r->patch, jmp, np_host_isa->jump_len);
+	np_trap_table_set(r, false);
+	return err;
+}
+
+static void adopt_sites(struct np_region *r)
+{
+	for (unsigned i = 0; i < r->ninsn; i++) {
+		struct np_site *s = np_site_get(r->insn[i].pc);
+		if (s && s->live) {
+			r->sites[i] = s;
+			s->region = r;
+		}
+	}
+}
+
+/* Regions inside [r->start, r->end) that r replaces. */
+static void drop_absorbed(struct np_region *r)
+{
+	struct np_region *o;
+	while ((o = np_region_overlapping(r->start, r->end)) && o != r) {
+		unlink_region(o);
+		if (o->strategy == NP_STRATEGY_TRAP)
+			np_trap_table_set(o, false);
+		np_codemem_retire(o->tramp, o->tramp_len);
+		free(o);
+	}
+}
+
+static struct np_region *region_from_plan(const struct plan *p, enum np_strategy s, bool forced)
+{
+	struct np_region *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->start = p->start;
+	r->end = p->end;
+	r->strategy = s;
+	r->forced = forced;
+	r->ninsn = p->ninsn;
+	memcpy(r->insn, p->insn, sizeof(p->insn[0]) * p->ninsn);
+	if (np_read_original(r->start, r->orig, r->end - r->start)) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static int install_jump(const struct plan *p, bool forced)
+{
+	struct np_region *r = region_from_plan(p, NP_STRATEGY_JUMP, forced);
+	if (!r)
+		return -ENOMEM;
+	bool absorbs = np_region_overlapping(r->start, r->end) != NULL;
+	adopt_sites(r);
+	int err = build(r);
+	if (!err) {
+		/* link first: np_read_original must see r's bytes from now on */
+		r->next = np_regions;
+		np_regions = r;
+		err = patch_jump(r, r->ninsn > 1 || absorbs);
+		if (err)
+			unlink_region(r);
+	}
+	if (err) {
+		for (unsigned i = 0; i < r->ninsn; i++)
+			if (r->sites[i])
+				r->sites[i]->region = np_region_find(r->insn[i].pc);
+		np_codemem_retire(r->tramp, r->tramp_len);
+		free(r);
+		return err;
+	}
+	drop_absorbed(r);
+	return 0;
+}
+
+static int install_trap(const struct plan *p, struct np_site *site, bool forced)
+{
+	struct np_region *r = region_from_plan(p, NP_STRATEGY_TRAP, forced);
+	uint8_t trap[16];
+	if (!r)
+		return -ENOMEM;
+	r->sites[0] = site;
+	site->region = r;
+	int err = build(r);
+	if (err && r->insn[0].cls != NP_INSN_SIMULATED) {
+		free(r);
+		return err;
+	}
+	np_host_isa->emit_trap(trap);
+	if ((err = np_trap_table_set(r, true)) ||
+	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
+		np_trap_table_set(r, false);
+		free(r);
+		return err;
+	}
+	memcpy(r->patch, trap, np_host_isa->trap_len);
+	r->next = np_regions;
+	np_regions = r;
+	return 0;
+}
+
+static void log_refusal(const char *who, uint64_t addr, const char *strategy, const char *why)
+{
+	np_logf(NP_LOG_INFO, "probe '%s': %s refused at 0x%llx: %s", who, strategy,
+		(unsigned long long)addr, why);
+}
+
+/* A site with no region yet: plan JUMP, else TRAP, per the request. */
+static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy want,
+		     const char *who)
+{
+	struct plan p;
+	int err = -EOPNOTSUPP;
+	if (want != NP_STRATEGY_TRAP) {
+		err = np_plan_jump(v, site->addr, &p);
+		if (!err)
+			err = install_jump(&p, want == NP_STRATEGY_JUMP);
+		else
+			log_refusal(who, site->addr, "JUMP", p.why);
+		if (!err || want == NP_STRATEGY_JUMP)
+			return err;
+	}
+	if ((err = np_plan_trap(v, site->addr, &p))) {
+		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
+			(unsigned long long)site->addr, p.why);
+		return err;
+	}
+	return install_trap(&p, site, want == NP_STRATEGY_TRAP);
+}
+
+/* addr lies in the displaced bytes of a JUMP region: share its trampoline. */
+static int join(struct np_region *r, struct np_site *site, enum np_strategy want, const char *who)
+{
+	int i = insn_index(r, site->addr);
+	if (i < 0 && r->strategy == NP_STRATEGY_JUMP) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is not an instruction boundary", who,
+			(unsigned long long)site->addr);
+		return -EINVAL;
+	}
+	if (want == NP_STRATEGY_TRAP || r->strategy != NP_STRATEGY_JUMP) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the bytes displaced by the %s "
+				      "probe at 0x%llx", who, (unsigned long long)site->addr,
+			np_strategy_name(r->strategy), (unsigned long long)r->start);
+		return -EBUSY;
+	}
+	r->sites[i] = site;
+	site->region = r;
+	int err = np_region_refresh(r);
+	if (err) {
+		r->sites[i] = NULL;
+		site->region = NULL;
+	}
+	return err;
+}
+
+int np_region_place(struct np_site *site, struct np_probe *probe, const char *who)
+{
+	struct np_region *r = np_region_find(site->addr);
+	if (r)
+		return join(r, site, probe->requested, who);
+	struct fn_view v;
+	int err = np_fn_view_load(&v, site->addr, probe->func_start, probe->func_size);
+	if (!err && !np_fn_view_is_boundary(&v, site->addr)) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is not an instruction boundary", who,
+			(unsigned long long)site->addr);
+		err = -EINVAL;
+	}
+	if (!err)
+		err = place_new(&v, site, probe->requested, who);
+	np_fn_view_free(&v);
+	return err;
+}
+
+int np_region_refresh(struct np_region *r)
+{
+	if (r->strategy != NP_STRATEGY_JUMP)
+		return 0; /* an out-of-line copy has no handler blocks */
+	uint64_t old = r->tramp;
+	size_t old_len = r->tramp_len;
+	int err = build(r);
+	if (err)
+		return err;
+	if ((err = patch_jump(r, false))) {
+		np_codemem_retire(r->tramp, r->tramp_len);
+		r->tramp = old;
+		r->tramp_len = old_len;
+		return err;
+	}
+	np_codemem_retire(old, old_len);
+	return 0;
+}
+
+static int remove_region(struct np_region *r)
+{
+	int err = np_trap_table_set(r, true);
+	if (!err)
+		err = np_patch_region(r, r->orig, r->strategy == NP_STRATEGY_JUMP ? r->end - r->start
+										   : np_host_isa->trap_len,
+				      false);
+	np_trap_table_set(r, false);
+	if (err)
+		return err;
+	unlink_region(r);
+	np_codemem_retire(r->tramp, r->tramp_len);
+	free(r);
+	return 0;
+}
+
+int np_region_remove_site(struct np_site *site)
+{
+	struct np_region *r = site->region;
+	bool empty = true;
+	if (!r)
+		return 0;
+	for (unsigned i = 0; i < r->ninsn; i++) {
+		if (r->sites[i] == site)
+			r->sites[i] = NULL;
+		empty &= r->sites[i] == NULL;
+	}
+	site->region = NULL;
+	return empty ? remove_region(r) : np_region_refresh(r);
+}

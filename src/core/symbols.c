@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Function bounds for a code address, from the ELF symbol tables (.symtab,
+ * else .dynsym) of the file mapped there, read with libelf and cached per
+ * module. The engine needs them to decode the whole function around a site
+ * (branch targets into displaced bytes) and to know where padding ends.
+ */
+#include "core/internal.h"
+#include "core/maps.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fsym {
+	uint64_t start, size;
+};
+
+struct module {
+	char path[256];
+	uint64_t bias;
+	struct fsym *v;
+	size_t n;
+	struct module *next;
+};
+
+static struct module *modules;
+
+static int by_start(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	for (size_t i = 0; data && i < count; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(data, (int)i, &s) || s.st_shndx == SHN_UNDEF || s.st_value == 0)
+			continue;
+		int type = GELF_ST_TYPE(s.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (m->n == *cap) {
+			*cap = *cap ? *cap * 2 : 1024;
+			struct fsym *v = realloc(m->v, *cap * sizeof(*v));
+			if (!v)
+				return;
+			m->v = v;
+		}
+		m->v[m->n++] = (struct fsym){s.st_value, s.st_size};
+	}
+	(void)elf;
+}
+
+/* The load bias: where the first PT_LOAD landed minus its vaddr. */
+static uint64_t first_load_vaddr(Elf *elf)
+{
+	size_t n;
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			return ph.p_vaddr - ph.p_offset;
+	}
+	return 0;
+}
+
+static struct module *load_module(const struct np_map *map)
+{
+	int fd = open(map->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct module *m = calloc(1, sizeof(*m));
+	size_t cap = 0;
+	if (elf && m) {
+		snprintf(m->path, sizeof(m->path), "%s", map->path);
+		m->bias = map->start - map->offset - first_load_vaddr(elf);
+		bool have_symtab = false;
+		for (int pass = 0; pass < 2; pass++) {
+			Elf_Scn *scn = NULL;
+			while ((scn = elf_nextscn(elf, scn))) {
+				GElf_Shdr sh;
+				if (!gelf_getshdr(scn, &sh))
+					continue;
+				bool want = pass == 0 ? sh.sh_type == SHT_SYMTAB
+						      : (!have_symtab && sh.sh_type == SHT_DYNSYM);
+				if (want) {
+					add_symbols(elf, scn, &sh, m, &cap);
+					have_symtab |= pass == 0;
+				}
+			}
+		}
+		qsort(m->v, m->n, sizeof(*m->v), by_start);
+		m->next = modules;
+		modules = m;
+	} else {
+		free(m);
+		m = NULL;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return m;
+}
+
+static struct module *module_for(const struct np_map *map)
+{
+	for (struct module *m = modules; m; m = m->next)
+		if (strcmp(m->path, map->path) == 0)
+			return m;
+	return load_module(map);
+}
+
+int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
+{
+	struct np_map map;
+	memset(out, 0, sizeof(*out));
+	if (np_maps_lookup(addr, &map))
+		return -ENOENT;
+	out->limit = map.end;
+	if (map.path[0] != '/')
+		return -ENOENT;
+	struct module *m = module_for(&map);
+	if (!m || m->n == 0)
+		return -ENOENT;
+	uint64_t rel = addr - m->bias;
+	size_t lo = 0, hi = m->n; /* first symbol starting after rel */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->v[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->n && m->v[lo].start + m->bias < out->limit)
+		out->limit = m->v[lo].start + m->bias;
+	/* several symbols may alias one function: take the largest containing */
+	for (size_t i = lo; i-- > 0 && m->v[i].start == m->v[lo - 1].start;) {
+		if (rel < m->v[i].start + m->v[i].size) {
+			out->start = m->v[i].start + m->bias;
+			out->end = out->start + m->v[i].size;
+			out->known = true;
+		}
+	}
+	return out->known ? 0 : -ENOENT;
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread state and the hit path.
+ *
+ * A hit must not lock, allocate or make a syscall, yet it needs per-thread
+ * storage: a recursion guard, counters that several threads bump without
+ * atomic read-modify-writes (a `lock add` alone costs more than our whole
+ * budget), and a shadow stack for return probes. So each thread claims a
+ * block from a pool on its first hit (one gettid, once in its life) and
+ * keeps it in initial-exec TLS. The control path stocks the pool with
+ * spare blocks and reclaims the blocks of threads that have exited.
+ *
+ * A probe's hit count is the sum of its slot over all blocks, minus what
+ * the slot held when the probe was attached; a reclaimed block keeps its
+ * counters, so sums stay exact across thread exit and block reuse.
+ *
+ * Detach relies on an asymmetric barrier: the hit path stores in_site and
+ * then loads the site's handler list with only a compiler barrier between;
+ * the detacher publishes the new list, runs membarrier() (a full barrier on
+ * every running thread) and then waits for in_site to leave the site.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SEG_BLOCKS 64
+#define MAX_SEGS 64
+
+static __thread struct np_thread *np_tls_self __attribute__((tls_model("initial-exec")));
+
+struct segment {
+	struct np_thread *blocks;
+	_Atomic uint64_t free_mask; /* bit set: block free */
+	uint64_t used_mask;         /* ever claimed (control path view) */
+};
+
+static struct segment segs[MAX_SEGS];
+static _Atomic int nsegs;
+
+static int segment_add(void)
+{
+	int n = atomic_load(&nsegs);
+	if (n >= MAX_SEGS)
+		return -ENOSPC;
+	void *mem = mmap(NULL, SEG_BLOCKS * sizeof(struct np_thread), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	segs[n].blocks = mem;
+	for (unsigned i = 0; i < SEG_BLOCKS; i++)
+		segs[n].blocks[i].index = n * SEG_BLOCKS + i;
+	atomic_store(&segs[n].free_mask, ~0ull);
+	atomic_store(&nsegs, n + 1); /* publish after the segment is ready */
+	return 0;
+}
+
+static struct np_thread *claim(void)
+{
+	int n = atomic_load_explicit(&nsegs, memory_order_acquire);
+	for (int s = 0; s < n; s++) {
+		uint64_t mask = atomic_load(&segs[s].free_mask);
+		while (mask) {
+			int bit = __builtin_ctzll(mask);
+			if (atomic_compare_exchange_weak(&segs[s].free_mask, &mask,
+							 mask & ~(1ull << bit))) {
+				struct np_thread *t = &segs[s].blocks[bit];
+				t->tid = (int)syscall(SYS_gettid);
+				t->shadow_top = 0;
+				atomic_store(&t->in_site, NULL);
+				return t;
+			}
+		}
+	}
+	return NULL;
+}
+
+struct np_thread *np_thread_self(void)
+{
+	struct np_thread *t = np_tls_self;
+	if (__builtin_expect(t != NULL, 1))
+		return t;
+	t = claim();
+	np_tls_self = t;
+	return t;
+}
+
+struct np_thread *np_thread_peek(void)
+{
+	return np_tls_self;
+}
+
+/* Control path: return the blocks of exited threads, keep spares. */
+void np_thread_pool_stock(void)
+{
+	int n = atomic_load(&nsegs), spare = 0;
+	pid_t pid = getpid();
+	for (int s = 0; s < n; s++) {
+		uint64_t freem = atomic_load(&segs[s].free_mask);
+		for (unsigned i = 0; i < SEG_BLOCKS; i++) {
+			struct np_thread *t = &segs[s].blocks[i];
+			if (freem & (1ull << i)) {
+				spare++;
+				continue;
+			}
+			if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH) {
+				t->shadow_top = 0;
+				atomic_fetch_or(&segs[s].free_mask, 1ull << i);
+				spare++;
+			}
+		}
+	}
+	if (spare < SEG_BLOCKS / 2)
+		segment_add();
+}
+
+static void atfork_child(void)
+{
+	/* The forking thread keeps its block under its new tid; the others'
+	 * blocks are reclaimed by the next stock() since their tids are gone. */
+	if (np_tls_self)
+		np_tls_self->tid = (int)syscall(SYS_gettid);
+}
+
+int np_thread_pool_init(void)
+{
+	int err = segment_add();
+	if (err)
+		return err;
+	pthread_atfork(NULL, NULL, atfork_child);
+	return 0;
+}
+
+void np_thread_for_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie)
+{
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++)
+		for (unsigned i = 0; i < SEG_BLOCKS; i++)
+			fn(&segs[s].blocks[i], cookie);
+}
+
+static uint64_t sum_slot(size_t field_off, uint32_t slot)
+{
+	uint64_t sum = 0;
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++)
+		for (unsigned i = 0; i < SEG_BLOCKS; i++) {
+			uint64_t *arr = (uint64_t *)((char *)&segs[s].blocks[i] + field_off);
+			sum += __atomic_load_n(&arr[slot], __ATOMIC_RELAXED);
+		}
+	return sum;
+}
+
+uint64_t np_thread_sum_hits(uint32_t slot)
+{
+	return sum_slot(offsetof(struct np_thread, hits), slot);
+}
+
+uint64_t np_thread_sum_missed(uint32_t slot)
+{
+	return sum_slot(offsetof(struct np_thread, missed), slot);
+}
+
+void np_thread_wait_site(const struct np_site *site)
+{
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++)
+		for (unsigned i = 0; i < SEG_BLOCKS; i++) {
+			struct np_thread *t = &segs[s].blocks[i];
+			if (t == np_tls_self)
+				continue;
+			while (atomic_load_explicit(&t->in_site, memory_order_acquire) == site)
+				sched_yield();
+		}
+}
+
+/* Owner-only counter bump: a plain add, readable by others. */
+static inline void bump(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static void miss_all(struct np_thread *t, const struct np_hlist *l)
+{
+	if (!l)
+		return;
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (t)
+			bump(&t->missed[l->h[i].slot]);
+		else
+			atomic_fetch_add(&l->h[i].probe->missed_global, 1);
+	}
+}
+
+static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site *site,
+			const struct np_hlist *l)
+{
+	if (t->shadow_top >= NP_SHADOW_DEPTH) {
+		for (uint32_t i = 0; i < l->n; i++)
+			if (l->h[i].on_return)
+				bump(&t->missed[l->h[i].slot]);
+		return;
+	}
+	uint64_t slot = np_host_ret_slot(ctx);
+	struct np_shadow_frame *f = &t->shadow[t->shadow_top];
+	f->ret = *(uint64_t *)slot;
+	f->slot = slot;
+	f->site = site;
+	f->gen = site->gen;
+	t->shadow_top++;
+	*(uint64_t *)slot = np_host_ret_trampoline();
+}
+
+void np__dispatch(struct np_ctx *ctx)
+{
+	struct np_site *site = ctx->site;
+	struct np_thread *t = np_thread_self();
+
+	if (!t || atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
+		miss_all(t, atomic_load_explicit(&site->list, memory_order_acquire));
+		return;
+	}
+	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst); /* pairs with membarrier() */
+	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
+	if (l) {
+		for (uint32_t i = 0; i < l->n; i++) {
+			const struct np_handler *h = &l->h[i];
+			bump(&t->hits[h->slot]);
+			if (h->on_entry)
+				h->on_entry(ctx, h->data);
+		}
+		if (l->nret && !ctx->redirect)
+			shadow_push(t, ctx, site, l);
+	}
+	atomic_store_explicit(&t->in_site, NULL, memory_order_release);
+}
+
+static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
+				const struct np_shadow_frame *f)
+{
+	struct np_site *site = f->site;
+	if (!site->live || site->gen != f->gen)
+		return; /* detached while the call was in flight */
+	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
+	if (atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
+		miss_all(t, l);
+		return;
+	}
+	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	l = atomic_load_explicit(&site->list, memory_order_acquire);
+	ctx->site = site;
+	for (uint32_t i = 0; l && i < l->n; i++)
+		if (l->h[i].on_return)
+			l->h[i].on_return(ctx, l->h[i].data);
+	atomic_store_explicit(&t->in_site, NULL, memory_order_release);
+}
+
+static void __attribute__((noreturn)) shadow_lost(uint64_t key)
+{
+	static const char msg[] = "nanoprobe: return address lost (stack switched under a "
+				  "return probe); aborting\n";
+	(void)key;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	abort();
+}
+
+/* Called by the return trampoline: find this frame's real return address,
+ * drop frames that longjmp skipped, run the return handlers. */
+void np__ret_dispatch(struct np_ctx *ctx)
+{
+	struct np_thread *t = np_thread_peek();
+	uint64_t key = ctx->regs.gpr[np_host_isa->sp_reg] - sizeof(uint64_t);
+	uint32_t i = t ? t->shadow_top : 0;
+
+	while (i > 0 && t->shadow[i - 1].slot != key)
+		i--;
+	if (i == 0)
+		shadow_lost(key);
+	const struct np_shadow_frame f = t->shadow[i - 1];
+	t->shadow_top = i - 1;
+	ctx->kind = NP_CTX_RETURN;
+	ctx->regs.pc = f.ret;
+	ctx->redirect = 1;
+	run_return_handlers(t, ctx, &f);
+	ctx->regs.pc = f.ret; /* a return handler cannot change where we go */
+}
+
+void np_shadow_unwind_all(struct np_thread *t)
+{
+	uint64_t tramp = np_host_ret_trampoline();
+	while (t->shadow_top > 0) {
+		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
+		if (*(uint64_t *)f->slot == tramp)
+			*(uint64_t *)f->slot = f->ret;
+	}
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TRAP strategy and the breakpoint half of the patching protocol.
+ *
+ * One SIGTRAP per hit: the handler runs the site's handlers on a context
+ * built from the ucontext, then either simulates the instruction under the
+ * breakpoint or resumes at its out-of-line copy, which jumps back by
+ * itself. A breakpoint that belongs to a JUMP region being written sends
+ * the thread to that region's trampoline instead.
+ *
+ * The handler finds breakpoints in an immutable sorted table published
+ * through an atomic pointer; writers swap it under the engine lock and free
+ * the old one once no handler is reading (a reader count, only touched on
+ * this already slow path). A SIGTRAP whose breakpoint has already been
+ * removed (the thread trapped just before we restored the byte) is
+ * recognised because the byte is no longer a breakpoint: the thread simply
+ * re-executes the restored instruction. Anything else goes to the handler
+ * the program installed, or kills it as SIGTRAP would have.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+struct trap_entry {
+	uint64_t addr;
+	struct np_region *region;
+};
+
+struct trap_table {
+	size_t n;
+	struct trap_entry e[];
+};
+
+static struct trap_table *_Atomic table;
+static _Atomic int readers;
+static struct sigaction prev_action;
+
+static struct np_region *lookup(const struct trap_table *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t ? t->n : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->e[mid].addr == addr)
+			return t->e[mid].region;
+		if (t->e[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+struct np_region *np_trap_lookup(uint64_t addr)
+{
+	return lookup(atomic_load_explicit(&table, memory_order_acquire), addr);
+}
+
+int np_trap_table_set(struct np_region *r, bool present)
+{
+	struct trap_table *old = atomic_load(&table);
+	size_t n = old ? old->n : 0, j = 0;
+	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
+	if (!t)
+		return -ENOMEM;
+	bool placed = false;
+	for (size_t i = 0; i < n; i++) {
+		if (old->e[i].addr == r->start)
+			continue; /* replaced or removed */
+		if (present && !placed && old->e[i].addr > r->start) {
+			t->e[j++] = (struct trap_entry){r->start, r};
+			placed = true;
+		}
+		t->e[j++] = old->e[i];
+	}
+	if (present && !placed)
+		t->e[j++] = (struct trap_entry){r->start, r};
+	t->n = j;
+	atomic_store_explicit(&table, t, memory_order_release);
+	while (atomic_load(&readers) > 0)
+		sched_yield();
+	free(old);
+	return 0;
+}
+
+static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	(void)cookie;
+	memcpy(dst, (const void *)addr, len);
+	return 0;
+}
+
+static int mem_write(void *cookie, uint64_t addr, const void *src, size_t len)
+{
+	(void)cookie;
+	memcpy((void *)addr, src, len);
+	return 0;
+}
+
+static const struct np_mem self_mem = {mem_read, mem_write, NULL};
+
+static void trap_hit(struct np_region *r, ucontext_t *uc)
+{
+	struct np_ctx ctx = {.site = r->sites[0], .kind = NP_CTX_ENTRY};
+
+	np_host_regs_from_uc(&ctx.regs, uc);
+	if (r->strategy == NP_STRATEGY_JUMP || !ctx.site) {
+		/* a JUMP patch in the making: its trampoline is ready */
+		ctx.regs.pc = r->tramp + r->tramp_off[0];
+		np_host_regs_to_uc(&ctx.regs, uc);
+		return;
+	}
+	ctx.regs.pc = r->start;
+	np__dispatch(&ctx);
+	if (!ctx.redirect) {
+		if (r->insn[0].cls != NP_INSN_SIMULATED ||
+		    np_host_isa->simulate(&r->insn[0], &ctx.regs, &self_mem))
+			ctx.regs.pc = r->tramp; /* the out-of-line copy */
+	}
+	np_host_regs_to_uc(&ctx.regs, uc);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	if (prev_action.sa_flags & SA_SIGINFO) {
+		if (prev_action.sa_sigaction)
+			prev_action.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN) {
+		prev_action.sa_handler(sig);
+		return;
+	}
+	/* Die as the program would have without us (SIGTRAP from int3 cannot
+	 * be ignored: the kernel forces it). */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct np_regs regs;
+	int saved_errno = errno;
+
+	atomic_fetch_add(&readers, 1);
+	np_host_regs_from_uc(&regs, uc);
+	uint64_t at = regs.pc - np_host_isa->trap_len;
+	struct np_region *r = np_trap_lookup(at);
+	uint8_t trap[16], cur[16];
+	np_host_isa->emit_trap(trap);
+
+	if (r) {
+		trap_hit(r, uc);
+	} else if (memcpy(cur, (const void *)at, np_host_isa->trap_len),
+		   memcmp(cur, trap, np_host_isa->trap_len) != 0) {
+		regs.pc = at; /* our breakpoint, already removed: run the original */
+		np_host_regs_to_uc(&regs, uc);
+	} else {
+		atomic_fetch_sub(&readers, 1);
+		chain(sig, si, ucv);
+		errno = saved_errno;
+		return;
+	}
+	atomic_fetch_sub(&readers, 1);
+	errno = saved_errno;
+}
+
+int np_trap_init(void)
+{
+	struct sigaction sa = {.sa_sigaction = sigtrap_handler,
+			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER};
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGTRAP, &sa, &prev_action) ? -errno : 0;
+}
