@@ -52,6 +52,13 @@ enum np_probe_flags {
 	 * may clobber (xmm0-15; xmm0-7 at a function entry): handlers must not
 	 * use AVX or x87 state that the probed code keeps live. */
 	NP_PROBE_NO_FPU = 1u << 0,
+	/* At a function entry, the handlers read only the arguments, the
+	 * return value's register, pc and sp (as BPF trampolines allow): the
+	 * trampoline then saves only the caller-saved registers, the cheapest
+	 * JUMP probe there is. The other registers read as 0 in ctx and cannot be
+	 * written. In a return handler, the registers the ABI makes dead at a
+	 * return (caller-saved other than the return registers) read as 0. */
+	NP_PROBE_ARGS_ONLY = 1u << 1,
 };
 
 struct np_probe_opts {

@@ -12,7 +12,7 @@ NP_API uint64_t np_ctx_arg(const struct np_ctx *ctx, unsigned i)
 		return ctx->regs.gpr[isa->arg_regs[i]];
 	/* The rest are on the stack; on x86-64 above the return address. */
 	uint64_t sp = ctx->regs.gpr[isa->sp_reg];
-	if (ctx->kind == NP_CTX_ENTRY && ctx->site && ctx->site->func_entry)
+	if (NP_CTX_KIND(ctx) == NP_CTX_ENTRY && ctx->site && ctx->site->func_entry)
 		sp += np_host_ret_in_memory() ? 8 : 0;
 	return *(const uint64_t *)(sp + 8 * (uint64_t)(i - isa->nargs_reg));
 }
@@ -39,7 +39,7 @@ NP_API uint64_t np_ctx_func(const struct np_ctx *ctx)
 
 NP_API bool np_ctx_is_return(const struct np_ctx *ctx)
 {
-	return ctx->kind == NP_CTX_RETURN;
+	return NP_CTX_KIND(ctx) == NP_CTX_RETURN;
 }
 
 NP_API int np_reg_lookup(const char *name)
@@ -67,7 +67,9 @@ NP_API uint64_t np_ctx_reg(const struct np_ctx *ctx, int reg)
 {
 	if (reg == NP_NGPR)
 		return ctx->regs.pc;
-	return reg >= 0 && reg < NP_NGPR ? ctx->regs.gpr[reg] : 0;
+	if (reg < 0 || reg >= NP_NGPR || !np_host_reg_captured(ctx->kind, reg))
+		return 0;
+	return ctx->regs.gpr[reg];
 }
 
 static int fail(int err)
@@ -85,7 +87,7 @@ NP_API int np_ctx_set_reg(struct np_ctx *ctx, int reg, uint64_t value)
 		return 0;
 	}
 	if (reg < 0 || reg >= NP_NGPR || !np_host_isa->reg_names[reg] ||
-	    reg == np_host_isa->sp_reg)
+	    reg == np_host_isa->sp_reg || !np_host_reg_captured(ctx->kind, reg))
 		return fail(EINVAL);
 	ctx->regs.gpr[reg] = value;
 	return 0;
@@ -93,7 +95,7 @@ NP_API int np_ctx_set_reg(struct np_ctx *ctx, int reg, uint64_t value)
 
 NP_API int np_ctx_set_retval(struct np_ctx *ctx, uint64_t value)
 {
-	if (ctx->kind != NP_CTX_RETURN)
+	if (NP_CTX_KIND(ctx) != NP_CTX_RETURN)
 		return fail(EINVAL);
 	ctx->regs.gpr[np_host_isa->ret_reg] = value;
 	return 0;
@@ -101,7 +103,7 @@ NP_API int np_ctx_set_retval(struct np_ctx *ctx, uint64_t value)
 
 NP_API int np_ctx_override_return(struct np_ctx *ctx, uint64_t value)
 {
-	if (ctx->kind != NP_CTX_ENTRY || !ctx->site || !ctx->site->func_entry)
+	if (NP_CTX_KIND(ctx) != NP_CTX_ENTRY || !ctx->site || !ctx->site->func_entry)
 		return fail(EINVAL);
 	np_host_return_now(ctx, value);
 	return 0;

@@ -43,7 +43,15 @@ struct np_ctx {
 	struct np_regs regs;  /* +16 */
 };
 #define NP_CTX_REGS_OFF 16
-enum { NP_CTX_ENTRY = 0, NP_CTX_RETURN = 1 };
+/* kind: low byte entry/return; higher bits say which registers a lean
+ * trampoline left out of ctx (np_host_reg_captured). */
+enum {
+	NP_CTX_ENTRY = 0,
+	NP_CTX_RETURN = 1,
+	NP_CTX_CAPTURE_ARGS = 0x100, /* NP_PROBE_ARGS_ONLY entry */
+	NP_CTX_CAPTURE_RET = 0x200,  /* the return trampoline */
+};
+#define NP_CTX_KIND(ctx) ((ctx)->kind & 0xff)
 
 struct np_probe {
 	uint64_t addr;
@@ -80,6 +88,8 @@ struct np_hlist {
 struct np_region;
 
 struct np_site {
+	uint32_t version;        /* bumped with every new handler list; the
+				  * inline hit path compares it (offset 0) */
 	uint64_t addr;
 	struct np_hlist *_Atomic list;
 	struct np_region *region;
@@ -87,6 +97,7 @@ struct np_site {
 	uint32_t gen;            /* bumped on reuse: validates shadow entries */
 	bool func_entry;         /* addr is the start of its function */
 	bool live;
+	bool args_only;          /* every probe here set NP_PROBE_ARGS_ONLY */
 	unsigned fpu;            /* vector state the trampoline saves */
 };
 
@@ -144,6 +155,8 @@ void np_thread_for_each(void (*fn)(struct np_thread *t, void *cookie), void *coo
 /* The hit path: called by trampolines and the trap handler. */
 void np__dispatch(struct np_ctx *ctx);
 void np__ret_dispatch(struct np_ctx *ctx);
+void np__shadow_arm(struct np_ctx *ctx); /* at an entry: hijack the return */
+struct np_thread **np_thread_tls_slot(void);
 void np_shadow_unwind_all(struct np_thread *t); /* put real returns back */
 void np_unwind_guard_install(void);
 
@@ -157,7 +170,6 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
 int np_site_publish(struct np_site *site);
-bool np_site_need_rebuild(const struct np_site *site);
 
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
@@ -211,6 +223,8 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx);
 uint64_t np_host_ret_trampoline(void);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
+/* Does ctx hold the program's value of reg, given how it was built? */
+bool np_host_reg_captured(uint32_t kind, int reg);
 /* Make ctx resume at the caller with 'value' returned (function entry). */
 void np_host_return_now(struct np_ctx *ctx, uint64_t value);
 

@@ -111,9 +111,12 @@ struct np_site *np_site_new(uint64_t addr)
 			return NULL;
 		sites[nsites++] = s;
 	}
-	uint32_t gen = s->gen + 1;
+	/* gen and version only grow: stale shadow frames and retired
+	 * trampolines that still point here must never match a new life */
+	uint32_t gen = s->gen + 1, version = s->version + 1;
 	memset(s, 0, sizeof(*s));
 	s->gen = gen;
+	s->version = version;
 	s->addr = addr;
 	s->live = true;
 	return s;
@@ -122,6 +125,7 @@ struct np_site *np_site_new(uint64_t addr)
 void np_site_release(struct np_site *s)
 {
 	struct np_hlist *l = atomic_exchange(&s->list, NULL);
+	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELEASE);
 	s->live = false;
 	s->gen++;
 	np_barrier_threads();
@@ -152,15 +156,25 @@ int np_site_publish(struct np_site *s)
 	}
 	l->nret = nret;
 	struct np_hlist *old = atomic_exchange_explicit(&s->list, l, memory_order_acq_rel);
+	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELEASE);
 	np_barrier_threads();
 	np_thread_wait_site(s);
 	free(old);
 	return 0;
 }
 
-bool np_site_need_rebuild(const struct np_site *s)
+static bool wanted_args_only(const struct np_site *s)
 {
-	return wanted_fpu(s) != s->fpu;
+	for (const struct np_probe *p = s->probes; p; p = p->next_in_site)
+		if (!(p->flags & NP_PROBE_ARGS_ONLY))
+			return false;
+	return s->probes != NULL;
+}
+
+static void site_set_modes(struct np_site *s)
+{
+	s->fpu = wanted_fpu(s);
+	s->args_only = wanted_args_only(s);
 }
 
 /* --- attach ----------------------------------------------------------------- */
@@ -243,13 +257,13 @@ static int attach_existing(struct np_site *s, struct np_probe *p)
 		return -EBUSY;
 	}
 	site_append(s, p);
+	site_set_modes(s);
 	int err = np_site_publish(s);
-	if (!err && np_site_need_rebuild(s)) {
-		s->fpu = wanted_fpu(s);
+	if (!err) /* the trampoline calls the handlers directly */
 		err = np_region_refresh(s->region);
-	}
 	if (err) {
 		site_unlink(s, p);
+		site_set_modes(s);
 		np_site_publish(s);
 	}
 	return err;
@@ -268,7 +282,7 @@ static int attach_new(uint64_t addr, struct np_probe *p)
 		return -EINVAL;
 	}
 	site_append(s, p);
-	s->fpu = wanted_fpu(s);
+	site_set_modes(s);
 	int err = np_site_publish(s);
 	if (!err)
 		err = np_region_place(s, p, p->name);
@@ -345,8 +359,8 @@ NP_API int np_probe_detach(struct np_probe *p)
 		if (!err && !s->probes) {
 			err = np_region_remove_site(s);
 			np_site_release(s);
-		} else if (!err && np_site_need_rebuild(s)) {
-			s->fpu = wanted_fpu(s);
+		} else if (!err) {
+			site_set_modes(s);
 			err = np_region_refresh(s->region);
 		}
 		p->detached = true;

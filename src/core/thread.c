@@ -95,6 +95,11 @@ struct np_thread *np_thread_peek(void)
 	return np_tls_self;
 }
 
+struct np_thread **np_thread_tls_slot(void)
+{
+	return &np_tls_self;
+}
+
 /* Control path: return the blocks of exited threads, keep spares. */
 void np_thread_pool_stock(void)
 {
@@ -216,6 +221,13 @@ static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site 
 	*(uint64_t *)slot = np_host_ret_trampoline();
 }
 
+/* The inline hit path's return arming (in_site is set by the caller). */
+void np__shadow_arm(struct np_ctx *ctx)
+{
+	struct np_site *site = ctx->site;
+	shadow_push(np_tls_self, ctx, site, atomic_load_explicit(&site->list, memory_order_acquire));
+}
+
 void np__dispatch(struct np_ctx *ctx)
 {
 	struct np_site *site = ctx->site;
@@ -286,7 +298,7 @@ void np__ret_dispatch(struct np_ctx *ctx)
 		shadow_lost(key);
 	const struct np_shadow_frame f = t->shadow[i - 1];
 	t->shadow_top = i - 1;
-	ctx->kind = NP_CTX_RETURN;
+	ctx->kind = NP_CTX_RETURN | (ctx->kind & ~0xffu);
 	ctx->regs.pc = f.ret;
 	ctx->redirect = 1;
 	run_return_handlers(t, ctx, &f);

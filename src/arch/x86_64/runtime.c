@@ -29,28 +29,56 @@ TPL(np_x86_call);
 TPL(np_x86_restore_full);
 TPL(np_x86_restore_entry);
 TPL(np_x86_redirect);
+TPL(np_x86_save_args);
+TPL(np_x86_restore_args);
+TPL(np_x86_ret_tramp);
+TPL(np_x86_enter);
+TPL(np_x86_handler);
+TPL(np_x86_count);
+TPL(np_x86_arm);
+TPL(np_x86_leave);
 extern const uint8_t np_x86_save_full_pc_imm[], np_x86_save_entry_pc_imm[];
-extern const uint8_t np_x86_save_tail_site_imm[], np_x86_call_fn_imm[];
+extern const uint8_t np_x86_save_args_pc_imm[];
+extern const uint8_t np_x86_save_tail_site_imm[], np_x86_save_tail_kind_imm[];
 extern const uint8_t np_x86_restore_full_redirect_imm[], np_x86_restore_entry_redirect_imm[];
+extern const uint8_t np_x86_restore_args_redirect_imm[];
+extern const uint8_t np_x86_enter_tls[], np_x86_enter_site_imm[], np_x86_enter_version[];
+extern const uint8_t np_x86_enter_slow_imm[], np_x86_enter_done_rel[];
+extern const uint8_t np_x86_handler_tls[], np_x86_handler_hits[], np_x86_handler_data[];
+extern const uint8_t np_x86_handler_fn[], np_x86_count_tls[], np_x86_count_hits[];
+extern const uint8_t np_x86_arm_fn[], np_x86_leave_tls[];
 extern const uint8_t np_x86_redirect_tls_a[], np_x86_redirect_tls_b[];
 extern const uint8_t np_x86_redirect_noflags[];
-extern const uint8_t np_x86_ret_tramp[];
+extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_tls_a[], np_x86_ret_tramp_tls_b[];
 
 /* The copies of the redirect routine: with rflags, and without (an entry or
  * a return, where the ABI says the flags are dead). */
 __attribute__((visibility("hidden"))) uint64_t np_x86_redirect_ptr, np_x86_redirect_nf_ptr;
 __thread uint64_t np_tls_redirect __attribute__((tls_model("initial-exec")));
+static uint64_t ret_tramp;
+static int32_t self_disp; /* %fs displacement of the thread-block pointer */
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
 _Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
 _Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
+_Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: cmpq $0, (block)");
+_Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: cmpl $v, (site)");
 
-/* A template piece being copied out, with its 8-byte slots to fill. */
-struct piece {
-	const uint8_t *begin, *end;
-	const uint8_t *slot;
+/* A template piece being copied out, with the slots to fill in it. */
+struct slot {
+	const uint8_t *at; /* inside the template */
+	unsigned size;     /* 4 or 8 bytes */
 	uint64_t value;
 };
+
+struct piece {
+	const uint8_t *begin, *end;
+	struct slot slot[6];
+};
+
+#define PIECE(name, ...) ((struct piece){name##_begin, name##_end, {__VA_ARGS__}})
+#define S8(sym, v) {sym, 8, (uint64_t)(v)}
+#define S4(sym, v) {sym, 4, (uint64_t)(uint32_t)(v)}
 
 static size_t piece_len(const struct piece *p)
 {
@@ -60,46 +88,103 @@ static size_t piece_len(const struct piece *p)
 static size_t emit_piece(uint8_t *out, const struct piece *p)
 {
 	size_t n = piece_len(p);
-	if (out) {
-		memcpy(out, p->begin, n);
-		if (p->slot)
-			memcpy(out + (p->slot - p->begin), &p->value, sizeof(p->value));
-	}
+	if (!out)
+		return n;
+	memcpy(out, p->begin, n);
+	for (unsigned i = 0; i < 6 && p->slot[i].at; i++)
+		memcpy(out + (p->slot[i].at - p->begin), &p->slot[i].value, p->slot[i].size);
 	return n;
 }
 
-#define PIECE(name, slot_sym, val)                                           \
-	((struct piece){name##_begin, name##_end, slot_sym, (uint64_t)(val)})
+#define MAX_PIECES (12 + 2 * 64)
+
+struct block {
+	struct piece v[MAX_PIECES];
+	int n;
+};
+
+static void add(struct block *b, struct piece p)
+{
+	if (b->n < MAX_PIECES)
+		b->v[b->n++] = p;
+}
+
+static void add_save(struct block *b, const struct np_site *site, bool entry, bool args)
+{
+	if (args)
+		add(b, PIECE(np_x86_save_args, S8(np_x86_save_args_pc_imm, site->addr)));
+	else if (entry)
+		add(b, PIECE(np_x86_save_entry, S8(np_x86_save_entry_pc_imm, site->addr)));
+	else
+		add(b, PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
+	add(b, PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
+		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0))));
+	if (site->fpu == NP_FPU_SSE)
+		add(b, entry ? PIECE(np_x86_sse8_save) : PIECE(np_x86_sse16_save));
+}
+
+static uint32_t hits_off(uint32_t slot)
+{
+	return (uint32_t)(offsetof(struct np_thread, hits) + slot * sizeof(uint64_t));
+}
+
+/* The inline hit path: guard, one direct call per handler, return arming. */
+static void add_calls(struct block *b, const struct np_site *site)
+{
+	bool arm = false;
+	add(b, PIECE(np_x86_enter, S4(np_x86_enter_tls, self_disp),
+		     S8(np_x86_enter_site_imm, site), S4(np_x86_enter_version, site->version),
+		     S8(np_x86_enter_slow_imm, &np__dispatch)));
+	int enter = b->n - 1;
+	for (const struct np_probe *p = site->probes; p; p = p->next_in_site) {
+		if (p->on_entry)
+			add(b, PIECE(np_x86_handler, S4(np_x86_handler_tls, self_disp),
+				     S4(np_x86_handler_hits, hits_off(p->slot)),
+				     S8(np_x86_handler_data, p->data), S8(np_x86_handler_fn, p->on_entry)));
+		else
+			add(b, PIECE(np_x86_count, S4(np_x86_count_tls, self_disp),
+				     S4(np_x86_count_hits, hits_off(p->slot))));
+		arm |= p->on_return != NULL;
+	}
+	if (arm)
+		add(b, PIECE(np_x86_arm, S8(np_x86_arm_fn, &np__shadow_arm)));
+	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
+	/* the slow path jumps over the inline calls, to after 'leave' */
+	size_t skip = 0;
+	for (int i = enter + 1; i < b->n; i++)
+		skip += piece_len(&b->v[i]);
+	b->v[enter].slot[4] = (struct slot)S4(np_x86_enter_done_rel,
+					      skip + (size_t)(np_x86_enter_end - np_x86_enter_done_rel - 4));
+}
+
+static void add_restore(struct block *b, const struct np_site *site, bool entry, bool args)
+{
+	if (site->fpu == NP_FPU_SSE)
+		add(b, entry ? PIECE(np_x86_sse8_restore) : PIECE(np_x86_sse16_restore));
+	if (args)
+		add(b, PIECE(np_x86_restore_args,
+			     S8(np_x86_restore_args_redirect_imm, np_x86_redirect_nf_ptr)));
+	else if (entry)
+		add(b, PIECE(np_x86_restore_entry,
+			     S8(np_x86_restore_entry_redirect_imm, np_x86_redirect_nf_ptr)));
+	else
+		add(b, PIECE(np_x86_restore_full,
+			     S8(np_x86_restore_full_redirect_imm, np_x86_redirect_ptr)));
+}
 
 /* The block that runs a site's handlers; out == NULL measures it. */
 static size_t site_block(uint8_t *out, const struct np_site *site)
 {
-	bool entry = site->func_entry;
-	bool sse = site->fpu == NP_FPU_SSE;
-	struct piece seq[7];
-	int n = 0;
-
-	if (entry)
-		seq[n++] = PIECE(np_x86_save_entry, np_x86_save_entry_pc_imm, site->addr);
-	else
-		seq[n++] = PIECE(np_x86_save_full, np_x86_save_full_pc_imm, site->addr);
-	seq[n++] = PIECE(np_x86_save_tail, np_x86_save_tail_site_imm, site);
-	if (sse)
-		seq[n++] = entry ? PIECE(np_x86_sse8_save, NULL, 0) : PIECE(np_x86_sse16_save, NULL, 0);
-	seq[n++] = PIECE(np_x86_call, np_x86_call_fn_imm, &np__dispatch);
-	if (sse)
-		seq[n++] = entry ? PIECE(np_x86_sse8_restore, NULL, 0)
-				 : PIECE(np_x86_sse16_restore, NULL, 0);
-	if (entry)
-		seq[n++] = PIECE(np_x86_restore_entry, np_x86_restore_entry_redirect_imm,
-				 np_x86_redirect_nf_ptr);
-	else
-		seq[n++] = PIECE(np_x86_restore_full, np_x86_restore_full_redirect_imm,
-				 np_x86_redirect_ptr);
-
+	static struct block b; /* engine lock held: too big for the stack */
+	bool entry = site->func_entry, args = entry && site->args_only;
 	size_t len = 0;
-	for (int i = 0; i < n; i++)
-		len += emit_piece(out ? out + len : NULL, &seq[i]);
+
+	b.n = 0;
+	add_save(&b, site, entry, args);
+	add_calls(&b, site);
+	add_restore(&b, site, entry, args);
+	for (int i = 0; i < b.n; i++)
+		len += emit_piece(out ? out + len : NULL, &b.v[i]);
 	return len;
 }
 
@@ -178,7 +263,7 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_trampoline(void)
 {
-	return (uint64_t)np_x86_ret_tramp;
+	return ret_tramp;
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
@@ -197,27 +282,54 @@ static int32_t tls_displacement(void)
 	return (int32_t)((int64_t)(uintptr_t)&np_tls_redirect - (int64_t)tp);
 }
 
-/* Copy the redirect routine once, with this library's TLS displacement. */
-int np_host_init(void)
+/* Copy a shared routine into executable memory, patching the %fs
+ * displacement of its TLS slot (a shared library cannot use local-exec TLS
+ * from assembly) and, if given, its 8-byte call slot. */
+static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const uint8_t *tls_a,
+				const uint8_t *tls_b, const uint8_t *fn_slot, uint64_t fn)
 {
-	size_t len = (size_t)(np_x86_redirect_end - np_x86_redirect_begin);
-	uint8_t code[256];
+	uint8_t code[512];
+	size_t len = (size_t)(end - begin);
 	int32_t disp = tls_displacement();
 
 	if (len > sizeof(code))
-		return -ENOSPC;
-	memcpy(code, np_x86_redirect_begin, len);
-	memcpy(code + (np_x86_redirect_tls_a - np_x86_redirect_begin), &disp, 4);
-	memcpy(code + (np_x86_redirect_tls_b - np_x86_redirect_begin), &disp, 4);
+		return 0;
+	memcpy(code, begin, len);
+	memcpy(code + (tls_a - begin), &disp, 4);
+	memcpy(code + (tls_b - begin), &disp, 4);
+	if (fn_slot)
+		memcpy(code + (fn_slot - begin), &fn, 8);
 	uint64_t at = np_codemem_alloc(0, len, 0);
-	if (!at)
+	return at && np_code_write(at, code, len) == 0 ? at : 0;
+}
+
+int np_host_init(void)
+{
+	uint64_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	self_disp = (int32_t)((int64_t)(uintptr_t)np_thread_tls_slot() - (int64_t)tp);
+	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end,
+				      np_x86_redirect_tls_a, np_x86_redirect_tls_b, NULL, 0);
+	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end,
+				    np_x86_ret_tramp_tls_a, np_x86_ret_tramp_tls_b,
+				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch);
+	if (!at || !ret_tramp)
 		return -ENOMEM;
-	int err = np_code_write(at, code, len);
-	if (err)
-		return err;
 	np_x86_redirect_ptr = at;
 	np_x86_redirect_nf_ptr = at + (uint64_t)(np_x86_redirect_noflags - np_x86_redirect_begin);
 	return 0;
+}
+
+/* Registers the lean trampolines leave out (see tramp.S). */
+bool np_host_reg_captured(uint32_t kind, int reg)
+{
+	static const uint32_t args = 0x0fdf; /* rax rcx rdx rbx rsp rsi rdi r8-r11 */
+	static const uint32_t ret = 0x003d;  /* rax rdx rbx rsp rbp */
+	if (kind & NP_CTX_CAPTURE_ARGS)
+		return reg < 16 && ((args >> reg) & 1);
+	if (kind & NP_CTX_CAPTURE_RET)
+		return reg < 16 && ((ret >> reg) & 1);
+	return true;
 }
 
 /* The return address is on the stack at a function entry. */

@@ -63,11 +63,43 @@ TEMPLATE(np_x86_save_entry)
 	mov %rax, 272(%rsp)
 END(np_x86_save_entry)
 
+/* Arguments only (NP_PROBE_ARGS_ONLY), as BPF trampolines do: the
+ * caller-saved registers, which a C handler may clobber, plus rbx, which
+ * holds ctx across the call. rbp and r12-r15 are left out of ctx: C code
+ * preserves them. Stores are what a hit costs, so this is the fast path. */
+TEMPLATE(np_x86_save_args)
+	lea -176(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..r12 */
+	push %r11; push %r10; push %r9; push %r8
+	push %rdi; push %rsi
+	lea -16(%rsp), %rsp		/* rbp, rsp */
+	push %rbx; push %rdx; push %rcx; push %rax
+	lea -16(%rsp), %rsp
+	lea 288(%rsp), %rax
+	mov %rax, 48(%rsp)
+	SLOT(np_x86_save_args_pc_imm)
+	mov %rax, 272(%rsp)
+END(np_x86_save_args)
+
+TEMPLATE(np_x86_restore_args)
+	mov %rbx, %rsp
+	cmpl $0, 12(%rsp)
+	je 1f
+	SLOT(np_x86_restore_args_redirect_imm)
+	jmp *%rax
+1:	lea 16(%rsp), %rsp
+	pop %rax; pop %rcx; pop %rdx; pop %rbx
+	lea 16(%rsp), %rsp
+	pop %rsi; pop %rdi
+	pop %r8; pop %r9; pop %r10; pop %r11
+	lea 176(%rsp), %rsp
+END(np_x86_restore_args)
+
 /* ctx header, callee-saved rbx keeps ctx, 16-byte aligned call frame */
 TEMPLATE(np_x86_save_tail)
 	SLOT(np_x86_save_tail_site_imm)
 	mov %rax, (%rsp)
-	movq $0, 8(%rsp)
+	SLOT(np_x86_save_tail_kind_imm)	/* kind and capture mode; redirect 0 */
+	mov %rax, 8(%rsp)
 	mov %rsp, %rbx
 	and $-16, %rsp
 END(np_x86_save_tail)
@@ -111,12 +143,71 @@ TEMPLATE(np_x86_sse8_restore)
 	movaps 96(%rsp), %xmm6;   movaps 112(%rsp), %xmm7
 END(np_x86_sse8_restore)
 
-/* --- the call ------------------------------------------------------------ */
-TEMPLATE(np_x86_call)
-	mov %rbx, %rdi
-	SLOT(np_x86_call_fn_imm)
+/* --- calling the handlers ---------------------------------------------------
+ * The common case runs inline: the thread's block from TLS, the recursion
+ * guard (in_site, the block's first word), the site's version, then one
+ * direct call per handler with its per-thread counter bumped. Anything else
+ * (no block yet, a nested hit, a trampoline older than the site's handler
+ * set) calls np__dispatch, the general path in C. Setting in_site before
+ * reading the version pairs with membarrier() on the detach side. */
+#define TLS_LOAD(name) .byte 0x64, 0x48, 0x8b, 0x04, 0x25; .globl name; .hidden name; name: .long 0
+#define IMM32(name) .globl name; .hidden name; name: .long 0
+
+TEMPLATE(np_x86_enter)
+	TLS_LOAD(np_x86_enter_tls)	/* mov %fs:slot, %rax: this thread's block */
+	test %rax, %rax
+	jz 1f
+	cmpq $0, (%rax)			/* already running a handler */
+	jne 1f
+	.byte 0x48, 0xb9		/* movabs $site, %rcx */
+	.globl np_x86_enter_site_imm; .hidden np_x86_enter_site_imm
+np_x86_enter_site_imm: .quad 0
+	mov %rcx, (%rax)		/* in_site = site */
+	.byte 0x81, 0x39		/* cmpl $version, (%rcx) */
+	IMM32(np_x86_enter_version)
+	je 2f
+	movq $0, (%rax)
+1:	mov %rbx, %rdi
+	SLOT(np_x86_enter_slow_imm)
 	call *%rax
-END(np_x86_call)
+	.byte 0xe9			/* jmp to the end of the handler calls */
+	IMM32(np_x86_enter_done_rel)
+2:
+END(np_x86_enter)
+
+TEMPLATE(np_x86_handler)
+	TLS_LOAD(np_x86_handler_tls)
+	.byte 0x48, 0xff, 0x80		/* incq hits[slot](%rax) */
+	IMM32(np_x86_handler_hits)
+	mov %rbx, %rdi
+	.byte 0x48, 0xbe		/* movabs $data, %rsi */
+	.globl np_x86_handler_data; .hidden np_x86_handler_data
+np_x86_handler_data: .quad 0
+	SLOT(np_x86_handler_fn)
+	call *%rax
+END(np_x86_handler)
+
+/* Count a hit with no entry handler (a return probe only). */
+TEMPLATE(np_x86_count)
+	TLS_LOAD(np_x86_count_tls)
+	.byte 0x48, 0xff, 0x80
+	IMM32(np_x86_count_hits)
+END(np_x86_count)
+
+/* Arm the return probes unless a handler redirected the call. */
+TEMPLATE(np_x86_arm)
+	cmpl $0, 12(%rbx)
+	jne 1f
+	mov %rbx, %rdi
+	SLOT(np_x86_arm_fn)
+	call *%rax
+1:
+END(np_x86_arm)
+
+TEMPLATE(np_x86_leave)
+	TLS_LOAD(np_x86_leave_tls)
+	movq $0, (%rax)			/* in_site = NULL */
+END(np_x86_leave)
 
 /* --- restore ------------------------------------------------------------- */
 /* A handler that moved pc or sp (override_return, set_reg) sets redirect;
@@ -180,31 +271,47 @@ np_x86_redirect_tls_a: .long 0
 np_x86_redirect_tls_b: .long 0
 END(np_x86_redirect)
 
-/* A probed function returns here instead of to its caller. Only the return
- * registers (rax, rdx, xmm0, xmm1) are live; np__ret_dispatch finds the
- * real return address on the shadow stack and we leave via redirect. */
-	.globl np_x86_ret_tramp
-	.hidden np_x86_ret_tramp
-	.type np_x86_ret_tramp, @function
-np_x86_ret_tramp:
-	lea -144(%rsp), %rsp
-	PUSH_GPRS
+/* A probed function returns here instead of to its caller. Only rax, rdx,
+ * xmm0 and xmm1 (the return registers) are live, and the callee-saved ones,
+ * which the C code we call preserves by itself; the other caller-saved
+ * registers are dead at a return and left out of ctx. np__ret_dispatch
+ * puts the real return address in regs.pc; we go there through the TLS
+ * slot, like the redirect routine (this template is copied the same way). */
+TEMPLATE(np_x86_ret_tramp)
+	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
+	push %rbp
+	lea -8(%rsp), %rsp		/* rsp */
+	push %rbx; push %rdx
+	lea -8(%rsp), %rsp		/* rcx: dead */
+	push %rax
+	lea -16(%rsp), %rsp
 	lea 288(%rsp), %rax
 	mov %rax, 48(%rsp)
-	movq $0, 272(%rsp)
 	movq $0, (%rsp)
-	movq $1, 8(%rsp)
+	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
 	mov %rsp, %rbx
 	and $-16, %rsp
 	lea -32(%rsp), %rsp
 	movaps %xmm0, 0(%rsp)
 	movaps %xmm1, 16(%rsp)
 	mov %rbx, %rdi
-	call np__ret_dispatch
+	SLOT(np_x86_ret_tramp_fn_imm)
+	call *%rax
 	movaps 0(%rsp), %xmm0
 	movaps 16(%rsp), %xmm1
 	mov %rbx, %rsp
-	jmp *np_x86_redirect_nf_ptr(%rip)
-	.size np_x86_ret_tramp, .-np_x86_ret_tramp
+	mov 272(%rsp), %rax		/* the real return address */
+	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
+	.globl np_x86_ret_tramp_tls_a; .hidden np_x86_ret_tramp_tls_a
+np_x86_ret_tramp_tls_a: .long 0
+	mov 16(%rsp), %rax
+	mov 32(%rsp), %rdx
+	mov 40(%rsp), %rbx
+	mov 56(%rsp), %rbp
+	mov 48(%rsp), %rsp
+	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
+	.globl np_x86_ret_tramp_tls_b; .hidden np_x86_ret_tramp_tls_b
+np_x86_ret_tramp_tls_b: .long 0
+END(np_x86_ret_tramp)
 
 	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The x86-64 contract: sizes, hooks and the System V calling convention.
+ * Registers are numbered as the hardware encodes them, which is also the
+ * index into np_regs.gpr.
+ */
+#include "arch/x86_64/internal.h"
+
+/* rdi, rsi, rdx, rcx, r8, r9 */
+static const uint8_t x86_arg_regs[] = {7, 6, 2, 1, 8, 9};
+
+static const char *const x86_reg_names[NP_NGPR] = {
+	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
+};
+
+const struct np_isa np_isa_x86_64 = {
+	.name = "x86_64",
+	.jump_len = 5,            /* e9 rel32 */
+	.trap_len = 1,            /* cc */
+	.max_insn = 15,
+	.insn_align = 1,
+	.jump_reach = 0x7fff0000, /* rel32, less a margin for the jump's own length */
+	.decode = x86_decode,
+	.format = x86_format,
+	.relocate = x86_relocate,
+	.simulate = x86_simulate,
+	.emit_jump = x86_emit_jump,
+	.emit_trap = x86_emit_trap,
+	.emit_jump_any = x86_emit_jump_any,
+	.branch_targets = x86_branch_targets,
+	.nargs_reg = sizeof(x86_arg_regs),
+	.arg_regs = x86_arg_regs,
+	.ret_reg = 0, /* rax */
+	.sp_reg = 4,  /* rsp */
+	.reg_names = x86_reg_names,
+};

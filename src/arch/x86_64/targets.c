@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Branch targets of a whole function, so that the core never displaces
+ * bytes that some jump lands in the middle of.
+ *
+ * The function is decoded linearly. Direct branches report their target.
+ * An indirect jmp is the problem: it may land anywhere, so unless we can
+ * prove where, it is counted as unresolved and the core then displaces
+ * no more than the first instruction. Three forms are proved:
+ *
+ *   (a) the PIE jump table gcc and clang emit for a switch,
+ *           cmp  $N,%eI ; ja default        (or jae: N entries)
+ *           lea  TABLE(%rip),%rX
+ *           movslq (%rX,%rI,4),%rY
+ *           add  %rX,%rY                    (either operand order)
+ *           jmp  *%rY
+ *       entries are int32 offsets from TABLE;
+ *   (b) the non-PIE table:  cmp $N,%eI ; ja default ; jmp *TABLE(,%rI,8)
+ *       entries are absolute addresses;
+ *   (c) `jmp *SLOT(%rip)`: a tail call through the GOT or a function
+ *       pointer. The slot is read; its value is reported, and counted as
+ *       resolved unless it points inside this function (then the slot is
+ *       a computed-goto label that can change, so it stays unresolved).
+ *
+ * The bounds check is found by walking back at most X86_RING
+ * instructions from the table load, following `mov %eJ,%eI` copies of the
+ * index, giving up at any other write of the index or at an instruction
+ * that does not fall through. Table memory is read through np_mem.
+ *
+ * Bytes that do not decode (data in text, or a desynchronised sweep) are
+ * skipped one at a time. That is the conservative choice: each run of
+ * them counts as one unresolved jump, since whatever they hide might be
+ * an indirect jmp, and the sweep resumes at the next byte.
+ */
+#include <errno.h>
+
+#include "arch/x86_64/internal.h"
+
+#define X86_RING      16
+#define X86_MAX_TABLE 65536 /* entries; also keeps N+1 from overflowing */
+
+struct scan {
+	const uint8_t *code;
+	size_t len;
+	uint64_t pc;
+	const struct np_mem *mem;
+	void (*found)(void *cookie, uint64_t target);
+	void *cookie;
+	size_t ring[X86_RING]; /* offsets of the latest instructions */
+	unsigned n;            /* instructions pushed since the last reset */
+};
+
+static ZydisRegister full_reg(ZydisRegister r)
+{
+	return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+}
+
+static bool is_gpr32_64(ZydisRegister r)
+{
+	ZydisRegisterClass c = ZydisRegisterGetClass(r);
+
+	return c == ZYDIS_REGCLASS_GPR32 || c == ZYDIS_REGCLASS_GPR64;
+}
+
+static bool is_reg(const ZydisDecodedOperand *op)
+{
+	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && is_gpr32_64(op->reg.value);
+}
+
+/* The instruction 'back' steps before the current one (0: current). */
+static int at(const struct scan *s, unsigned back, struct x86_insn *x)
+{
+	size_t off;
+
+	if (back >= s->n || back >= X86_RING)
+		return -1;
+	off = s->ring[(s->n - 1 - back) % X86_RING];
+	return x86_zdecode(s->code + off, s->len - off, x);
+}
+
+static uint64_t pc_at(const struct scan *s, unsigned back)
+{
+	return s->pc + s->ring[(s->n - 1 - back) % X86_RING];
+}
+
+static bool falls_through(const struct x86_insn *x)
+{
+	struct np_insn n;
+
+	x86_classify(x, 0, &n);
+	return !(n.flags & NP_INSN_NOFALL);
+}
+
+/* Step of the latest instruction at or before 'from' writing 'reg'. */
+static int last_writer(const struct scan *s, unsigned from, ZydisRegister reg,
+		       struct x86_insn *x)
+{
+	for (unsigned b = from; at(s, b, x) == 0; b++) {
+		if (!falls_through(x))
+			return -1;
+		if (x86_writes(x, reg))
+			return (int)b;
+	}
+	return -1;
+}
+
+/* A copy of the index that keeps its bound: 32/64-bit mov or movslq. */
+static bool is_index_copy(const struct x86_insn *x, ZydisRegister idx)
+{
+	return (x->zi.mnemonic == ZYDIS_MNEMONIC_MOV || x->zi.mnemonic == ZYDIS_MNEMONIC_MOVSXD) &&
+	       is_reg(&x->ops[0]) && is_reg(&x->ops[1]) && full_reg(x->ops[0].reg.value) == idx;
+}
+
+/* `cmp $N,%I` just before the ja/jae at step b: entries, or 0. */
+static uint64_t cmp_bound(const struct scan *s, unsigned b, ZydisRegister idx, bool ja)
+{
+	struct x86_insn c;
+	int64_t n;
+
+	if (at(s, b + 1, &c) || c.zi.mnemonic != ZYDIS_MNEMONIC_CMP || !is_reg(&c.ops[0]) ||
+	    full_reg(c.ops[0].reg.value) != idx || c.ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+		return 0;
+	n = c.ops[1].imm.value.s + (ja ? 1 : 0);
+	return n > 0 && n <= X86_MAX_TABLE ? (uint64_t)n : 0;
+}
+
+/* Entries of the table indexed by 'idx', from the bounds check guarding
+ * it, searched backwards from step 'from'. 0 when not proved. */
+static uint64_t table_bound(const struct scan *s, unsigned from, ZydisRegister idx)
+{
+	struct x86_insn x;
+
+	idx = full_reg(idx);
+	for (unsigned b = from; at(s, b, &x) == 0; b++) {
+		if (x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE || x.zi.mnemonic == ZYDIS_MNEMONIC_JNB)
+			return cmp_bound(s, b, idx, x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE);
+		if (!falls_through(&x))
+			return 0;
+		if (is_index_copy(&x, idx))
+			idx = full_reg(x.ops[1].reg.value);
+		else if (x86_writes(&x, idx))
+			return 0;
+	}
+	return 0;
+}
+
+/* Report 'count' entries of 'size' bytes (4: int32 offsets from table,
+ * 8: absolute addresses). */
+static bool report_table(const struct scan *s, uint64_t table, uint64_t count, unsigned size)
+{
+	if (!s->mem)
+		return false;
+	for (uint64_t i = 0; i < count; i++) {
+		int32_t rel;
+		uint64_t abs;
+
+		if (size == 4 && s->mem->read(s->mem->cookie, table + 4 * i, &rel, 4) == 0)
+			s->found(s->cookie, table + (uint64_t)(int64_t)rel);
+		else if (size == 8 && s->mem->read(s->mem->cookie, table + 8 * i, &abs, 8) == 0)
+			s->found(s->cookie, abs);
+		else
+			return false;
+	}
+	return true;
+}
+
+/* (b) jmp *TABLE(,%rI,8) */
+static bool match_abs_table(const struct scan *s, const ZydisDecodedOperand *m)
+{
+	uint64_t n;
+
+	if (m->mem.base != ZYDIS_REGISTER_NONE || m->mem.index == ZYDIS_REGISTER_NONE ||
+	    m->mem.scale != 8 || m->mem.segment != ZYDIS_REGISTER_DS)
+		return false;
+	n = table_bound(s, 1, m->mem.index);
+	return n && report_table(s, (uint64_t)m->mem.disp.value, n, 8);
+}
+
+/* (a), matched backwards from jmp *%rY: add, then movslq and lea. */
+static bool match_pie_table(const struct scan *s, ZydisRegister y)
+{
+	struct x86_insn add, p, q, *mov, *lea;
+	int b_add = last_writer(s, 1, y, &add), b_p, b_q, b_mov, b_lea;
+	ZydisRegister other;
+	uint64_t n, table;
+
+	if (b_add < 0 || add.zi.mnemonic != ZYDIS_MNEMONIC_ADD || !is_reg(&add.ops[1]))
+		return false;
+	other = full_reg(add.ops[1].reg.value);
+	b_p = last_writer(s, (unsigned)b_add + 1, y, &p);
+	b_q = last_writer(s, (unsigned)b_add + 1, other, &q);
+	if (b_p < 0 || b_q < 0)
+		return false;
+	mov = p.zi.mnemonic == ZYDIS_MNEMONIC_MOVSXD ? &p : &q;
+	lea = mov == &p ? &q : &p;
+	b_mov = mov == &p ? b_p : b_q;
+	b_lea = mov == &p ? b_q : b_p;
+	if (mov->zi.mnemonic != ZYDIS_MNEMONIC_MOVSXD || lea->zi.mnemonic != ZYDIS_MNEMONIC_LEA ||
+	    lea->ops[1].mem.base != ZYDIS_REGISTER_RIP || mov->ops[1].mem.scale != 4 ||
+	    mov->ops[1].mem.disp.value != 0 ||
+	    full_reg(mov->ops[1].mem.base) != full_reg(lea->ops[0].reg.value))
+		return false;
+	/* The lea must be what the movslq reads as its base. */
+	if (last_writer(s, (unsigned)b_mov + 1, lea->ops[0].reg.value, &p) != b_lea)
+		return false;
+	ZydisCalcAbsoluteAddress(&lea->zi, &lea->ops[1], pc_at(s, (unsigned)b_lea), &table);
+	n = table_bound(s, (unsigned)b_mov + 1, mov->ops[1].mem.index);
+	return n && report_table(s, table, n, 4);
+}
+
+/* (c) jmp *SLOT(%rip) */
+static bool match_slot(const struct scan *s, uint64_t slot)
+{
+	uint64_t v;
+
+	if (!s->mem || s->mem->read(s->mem->cookie, slot, &v, 8))
+		return false;
+	s->found(s->cookie, v);
+	return v < s->pc || v >= s->pc + s->len;
+}
+
+static bool resolve_jmp(const struct scan *s, const struct x86_insn *x, const struct np_insn *n)
+{
+	const ZydisDecodedOperand *op = &x->ops[0];
+
+	if (n->flags & NP_INSN_PCREL)
+		return op->mem.index == ZYDIS_REGISTER_NONE && match_slot(s, n->target);
+	if (op->type == ZYDIS_OPERAND_TYPE_MEMORY)
+		return match_abs_table(s, op);
+	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && x86_gpr64(op->reg.value) >= 0 &&
+	       match_pie_table(s, op->reg.value);
+}
+
+int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
+		       void (*found)(void *cookie, uint64_t target), void *cookie)
+{
+	struct scan s = {code, len, pc, mem, found, cookie, {0}, 0};
+	int unresolved = 0;
+	bool in_garbage = false;
+
+	for (size_t off = 0; off < len;) {
+		struct x86_insn x;
+		struct np_insn n;
+
+		if (x86_zdecode(code + off, len - off, &x)) {
+			unresolved += !in_garbage;
+			in_garbage = true;
+			s.n = 0; /* no pattern spans undecodable bytes */
+			off++;
+			continue;
+		}
+		in_garbage = false;
+		x86_classify(&x, pc + off, &n);
+		s.ring[s.n++ % X86_RING] = off;
+		if (n.flags & NP_INSN_BRANCH)
+			found(cookie, n.target);
+		else if ((n.flags & (NP_INSN_INDIRECT | NP_INSN_CALL)) == NP_INSN_INDIRECT &&
+			 !resolve_jmp(&s, &x, &n))
+			unresolved++;
+		off += n.len;
+	}
+	return unresolved;
+}
