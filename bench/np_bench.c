@@ -103,7 +103,7 @@ static void run(const struct row *r, int idx, long n)
 		base_ns[idx] = ns;
 	double extra = ns - base_ns[idx];
 	const char *mode = !p ? "-" : r->flags & NP_PROBE_ARGS_ONLY ? "args-only" :
-				      r->flags & NP_PROBE_NO_FPU ? "no-fpu" : "full";
+				      r->flags & NP_PROBE_NO_FPU ? "no-fpu" : "default";
 	if (json)
 		printf("{\"target\":\"%s\",\"probe\":\"%s\",\"strategy\":\"%s\",\"save\":\"%s\","
 		       "\"ns_per_call\":%.2f,\"ns_per_hit\":%.2f}\n",

@@ -47,10 +47,11 @@ struct np_ctx;
 typedef void (*np_handler_fn)(struct np_ctx *ctx, void *data);
 
 enum np_probe_flags {
-	/* The handlers never touch vector registers, so the trampoline need not
-	 * save them. Without it, the engine saves the SSE registers a C handler
-	 * may clobber (xmm0-15; xmm0-7 at a function entry): handlers must not
-	 * use AVX or x87 state that the probed code keeps live. */
+	/* The handlers promise not to touch vector, x87 or MXCSR state, so the
+	 * trampoline never saves it. Without the flag the engine decodes the
+	 * handlers (every path, through direct calls and PLT slots) and saves
+	 * the extended state (XSAVEC) unless it proves them vector-free: a
+	 * counting handler gets the fast path, one that calls memset does not. */
 	NP_PROBE_NO_FPU = 1u << 0,
 	/* At a function entry, the handlers read only the arguments, the
 	 * return value's register, pc and sp (as BPF trampolines allow): the

@@ -126,6 +126,10 @@ struct np_isa {
 	int (*branch_targets)(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
 			      void (*found)(void *cookie, uint64_t target), void *cookie);
 
+	/* 0 when the code at fn (a handler) provably never touches vector,
+	 * x87 or MXCSR state on any path, 1 otherwise; code read through mem. */
+	int (*vector_state_used)(uint64_t fn, const struct np_mem *mem);
+
 	/* Calling convention: argument registers, return register. */
 	unsigned nargs_reg;
 	const uint8_t *arg_regs;

@@ -65,6 +65,7 @@ struct np_probe {
 	uint64_t func_start;   /* bounds given by the caller, or 0 */
 	size_t func_size;
 	bool detached;
+	bool uses_fpu;         /* the handlers may change vector state */
 	uint64_t hits_base;    /* counts already in the slot when attached */
 	uint64_t missed_base;
 	_Atomic uint64_t missed_global; /* misses with no thread block */
@@ -101,7 +102,7 @@ struct np_site {
 	unsigned fpu;            /* vector state the trampoline saves */
 };
 
-enum np_fpu_save { NP_FPU_NONE = 0, NP_FPU_SSE = 1 };
+enum np_fpu_save { NP_FPU_NONE = 0, NP_FPU_FULL = 1 };
 
 struct np_region {
 	uint64_t start, end;          /* displaced [start, end) */
@@ -175,6 +176,7 @@ int np_site_publish(struct np_site *site);
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_set(struct np_region *region, bool present);
 int np_trap_init(void);
+void np_trap_defer_free(void *mem);
 
 /* Function bounds. */
 struct np_func_bounds {
@@ -220,7 +222,8 @@ int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint
 size_t np_host_tramp_size(const struct np_region *region);
 /* At a function entry: the return address slot and its value. */
 uint64_t np_host_ret_slot(const struct np_ctx *ctx);
-uint64_t np_host_ret_trampoline(void);
+uint64_t np_host_ret_trampoline(bool fpu);
+bool np_host_is_ret_trampoline(uint64_t addr);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
 /* Does ctx hold the program's value of reg, given how it was built? */

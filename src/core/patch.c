@@ -108,33 +108,38 @@ static int blocked_outside(int tid, uint64_t start, uint64_t end)
 	return !(pc > start && pc < end) && pc != 0;
 }
 
-static int ask_thread(pid_t pid, int tid)
+/* Wait until 'want' acks arrived; a thread that exited counts as done. */
+static int wait_acks(int want, const int *tids, int n)
 {
-	int want = atomic_load(&req.acks) + 1;
-	if (syscall(SYS_tgkill, pid, tid, fixup_sig) < 0)
-		return errno == ESRCH ? 0 : -errno;
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (atomic_load(&req.acks) < want) {
 		sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec >= 2) {
+		if (now.tv_sec - t0.tv_sec < 2)
+			continue;
+		int gone = 0;
+		for (int i = 0; i < n; i++) {
 			char path[64];
-			snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-			if (access(path, F_OK))
-				return 0; /* exited meanwhile */
-			np_logf(NP_LOG_WARN, "thread %d does not answer signal %d", tid, fixup_sig);
-			return -EAGAIN;
+			snprintf(path, sizeof(path), "/proc/self/task/%d", tids[i]);
+			gone += access(path, F_OK) != 0;
 		}
+		if (atomic_load(&req.acks) + gone >= want)
+			return 0;
+		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
+		return -EAGAIN;
 	}
 	return 0;
 }
 
+#define MAX_ASK 4096
+
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
 			void *cookie)
 {
+	static int tids[MAX_ASK]; /* engine lock held */
 	pid_t pid = getpid();
-	int self = (int)syscall(SYS_gettid), err = 0;
+	int self = (int)syscall(SYS_gettid), n = 0;
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
 		return -errno;
@@ -142,14 +147,23 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	req.end = end;
 	req.map = map;
 	req.cookie = cookie;
+	atomic_store(&req.acks, 0);
+	/* Ask every running thread at once: on a loaded machine each signal
+	 * waits for its thread to be scheduled, so one at a time is slow. */
 	struct dirent *e;
-	while (!err && (e = readdir(d))) {
+	while ((e = readdir(d)) && n < MAX_ASK) {
 		int tid = atoi(e->d_name);
 		if (tid <= 0 || tid == self || blocked_outside(tid, start, end))
 			continue;
-		err = ask_thread(pid, tid);
+		if (syscall(SYS_tgkill, pid, tid, fixup_sig) == 0)
+			tids[n++] = tid;
+		else if (errno != ESRCH)
+			n = -errno;
+		if (n < 0)
+			break;
 	}
 	closedir(d);
+	int err = n < 0 ? n : wait_acks(n, tids, n);
 	req.map = NULL;
 	return err;
 }

@@ -111,13 +111,16 @@ struct np_site *np_site_new(uint64_t addr)
 			return NULL;
 		sites[nsites++] = s;
 	}
-	/* gen and version only grow: stale shadow frames and retired
-	 * trampolines that still point here must never match a new life */
-	uint32_t gen = s->gen + 1, version = s->version + 1;
-	memset(s, 0, sizeof(*s));
-	s->gen = gen;
-	s->version = version;
-	s->addr = addr;
+	/* Stale paths may still read this object (see site_list() in
+	 * thread.c): no field passes through zero, gen and version only grow,
+	 * and the address is in place before a new list is published. */
+	__atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->addr, addr, __ATOMIC_RELAXED);
+	s->region = NULL;
+	s->probes = NULL;
+	s->func_entry = s->args_only = false;
+	s->fpu = NP_FPU_NONE;
 	s->live = true;
 	return s;
 }
@@ -136,9 +139,36 @@ void np_site_release(struct np_site *s)
 static unsigned wanted_fpu(const struct np_site *s)
 {
 	for (const struct np_probe *p = s->probes; p; p = p->next_in_site)
-		if (!(p->flags & NP_PROBE_NO_FPU))
-			return NP_FPU_SSE;
+		if (p->uses_fpu)
+			return NP_FPU_FULL;
 	return NP_FPU_NONE;
+}
+
+static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	(void)cookie;
+	return np_code_read(addr, dst, len);
+}
+
+/* Does this handler need the program's vector state saved around it? The
+ * answer is cached: the same handler is often attached many times. */
+static bool handler_uses_fpu(np_handler_fn fn)
+{
+	static struct {
+		np_handler_fn fn;
+		bool uses;
+	} cache[64];
+	static unsigned next;
+	if (!fn)
+		return false;
+	for (unsigned i = 0; i < 64; i++)
+		if (cache[i].fn == fn)
+			return cache[i].uses;
+	struct np_mem mem = {read_code, NULL, NULL};
+	bool uses = np_host_isa->vector_state_used((uint64_t)fn, &mem) != 0;
+	cache[next % 64].fn = fn;
+	cache[next++ % 64].uses = uses;
+	return uses;
 }
 
 /* Replace the handler list with one built from s->probes. */
@@ -199,6 +229,8 @@ static struct np_probe *probe_new(void *addr, const struct np_probe_opts *o)
 	p->func_start = (uint64_t)o->func_start;
 	p->func_size = o->func_size;
 	p->slot = np_slot_alloc();
+	p->uses_fpu = !(o->flags & NP_PROBE_NO_FPU) &&
+		      (handler_uses_fpu(o->on_entry) || handler_uses_fpu(o->on_return));
 	if (o->name)
 		p->name = strdup(o->name);
 	else if (asprintf(&p->name, "%p", addr) < 0)

@@ -110,7 +110,7 @@ static void drop_absorbed(struct np_region *r)
 		if (o->strategy == NP_STRATEGY_TRAP)
 			np_trap_table_set(o, false);
 		np_codemem_retire(o->tramp, o->tramp_len);
-		free(o);
+		np_trap_defer_free(o);
 	}
 }
 
@@ -289,7 +289,7 @@ static int remove_region(struct np_region *r)
 		return err;
 	unlink_region(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
-	free(r);
+	np_trap_defer_free(r); /* a trap handler may still hold it */
 	return 0;
 }
 

@@ -179,8 +179,12 @@ void np_thread_wait_site(const struct np_site *site)
 			struct np_thread *t = &segs[s].blocks[i];
 			if (t == np_tls_self)
 				continue;
-			while (atomic_load_explicit(&t->in_site, memory_order_acquire) == site)
-				sched_yield();
+			for (unsigned spin = 0;
+			     atomic_load_explicit(&t->in_site, memory_order_acquire) == site; spin++)
+				if (spin < 1000)
+					__builtin_ia32_pause();
+				else
+					sched_yield();
 		}
 }
 
@@ -218,7 +222,7 @@ static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site 
 	f->site = site;
 	f->gen = site->gen;
 	t->shadow_top++;
-	*(uint64_t *)slot = np_host_ret_trampoline();
+	*(uint64_t *)slot = np_host_ret_trampoline(site->fpu != NP_FPU_NONE);
 }
 
 /* The inline hit path's return arming (in_site is set by the caller). */
@@ -228,18 +232,29 @@ void np__shadow_arm(struct np_ctx *ctx)
 	shadow_push(np_tls_self, ctx, site, atomic_load_explicit(&site->list, memory_order_acquire));
 }
 
+/* The list a hit may run, or NULL when ctx comes from a retired trampoline
+ * or breakpoint of this site object's previous life. Checked after in_site
+ * is set: a site reused meanwhile publishes its new address before its new
+ * list, so seeing the new list (acquire) means seeing the new address. */
+static const struct np_hlist *site_list(const struct np_ctx *ctx)
+{
+	const struct np_site *site = ctx->site;
+	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
+	return ctx->regs.pc == __atomic_load_n(&site->addr, __ATOMIC_RELAXED) ? l : NULL;
+}
+
 void np__dispatch(struct np_ctx *ctx)
 {
 	struct np_site *site = ctx->site;
 	struct np_thread *t = np_thread_self();
 
 	if (!t || atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
-		miss_all(t, atomic_load_explicit(&site->list, memory_order_acquire));
+		miss_all(t, site_list(ctx));
 		return;
 	}
 	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst); /* pairs with membarrier() */
-	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
+	const struct np_hlist *l = site_list(ctx);
 	if (l) {
 		for (uint32_t i = 0; i < l->n; i++) {
 			const struct np_handler *h = &l->h[i];
@@ -257,16 +272,16 @@ static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
 				const struct np_shadow_frame *f)
 {
 	struct np_site *site = f->site;
-	if (!site->live || site->gen != f->gen)
-		return; /* detached while the call was in flight */
-	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
 	if (atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
-		miss_all(t, l);
+		if (site->gen == f->gen)
+			miss_all(t, atomic_load_explicit(&site->list, memory_order_acquire));
 		return;
 	}
 	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
-	l = atomic_load_explicit(&site->list, memory_order_acquire);
+	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
+	if (__atomic_load_n(&site->gen, __ATOMIC_RELAXED) != f->gen)
+		l = NULL; /* detached while the call was in flight */
 	ctx->site = site;
 	for (uint32_t i = 0; l && i < l->n; i++)
 		if (l->h[i].on_return)
@@ -305,12 +320,25 @@ void np__ret_dispatch(struct np_ctx *ctx)
 	ctx->regs.pc = f.ret; /* a return handler cannot change where we go */
 }
 
+/* Frames an unwinder is about to walk never return through the trampoline:
+ * their return handlers are counted as missed. */
+static void miss_returns(struct np_thread *t, const struct np_shadow_frame *f)
+{
+	if (!f->site->live || f->site->gen != f->gen)
+		return;
+	const struct np_hlist *l = atomic_load_explicit(&f->site->list, memory_order_acquire);
+	for (uint32_t i = 0; l && i < l->n; i++)
+		if (l->h[i].on_return)
+			bump(&t->missed[l->h[i].slot]);
+}
+
 void np_shadow_unwind_all(struct np_thread *t)
 {
-	uint64_t tramp = np_host_ret_trampoline();
 	while (t->shadow_top > 0) {
 		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
-		if (*(uint64_t *)f->slot == tramp)
+		if (np_host_is_ret_trampoline(*(uint64_t *)f->slot)) {
 			*(uint64_t *)f->slot = f->ret;
+			miss_returns(t, f);
+		}
 	}
 }

@@ -37,6 +37,30 @@ struct trap_table {
 
 static struct trap_table *_Atomic table;
 static _Atomic int readers;
+/* Replaced tables wait here until a moment with no reader: waiting for
+ * one would stall attach behind a preempted signal handler. */
+static void *retired[256];
+static unsigned nretired;
+
+/* Free memory a trap handler may still be reading (an old table, a removed
+ * region) once no handler runs: new handlers cannot find it any more. */
+void np_trap_defer_free(void *old)
+{
+	if (atomic_load(&readers) == 0) {
+		for (unsigned i = 0; i < nretired; i++)
+			free(retired[i]);
+		nretired = 0;
+		free(old);
+		return;
+	}
+	if (nretired == sizeof(retired) / sizeof(retired[0])) {
+		while (atomic_load(&readers) > 0)
+			sched_yield();
+		np_trap_defer_free(old);
+		return;
+	}
+	retired[nretired++] = old;
+}
 static struct sigaction prev_action;
 
 static struct np_region *lookup(const struct trap_table *t, uint64_t addr)
@@ -79,10 +103,8 @@ int np_trap_table_set(struct np_region *r, bool present)
 	if (present && !placed)
 		t->e[j++] = (struct trap_entry){r->start, r};
 	t->n = j;
-	atomic_store_explicit(&table, t, memory_order_release);
-	while (atomic_load(&readers) > 0)
-		sched_yield();
-	free(old);
+	atomic_store_explicit(&table, t, memory_order_seq_cst);
+	np_trap_defer_free(old);
 	return 0;
 }
 

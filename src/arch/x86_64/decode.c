@@ -85,17 +85,18 @@ static const ZydisDecodedOperand *ip_mem_operand(const struct x86_insn *x)
 	return NULL;
 }
 
-/* Control flow, by Zydis category. Only real branches have a branch type:
- * xbegin and xabort share the categories but not the semantics. */
+/* Control flow, by Zydis category. A relative conditional branch is one
+ * even without a branch type: xbegin goes to its abort handler. Otherwise
+ * only real branches have a branch type (xabort, in UNCOND_BR, has none). */
 static uint32_t control_flags(const struct x86_insn *x)
 {
 	bool rel = rel_operand(x) != NULL;
 
+	if (x->zi.meta.category == ZYDIS_CATEGORY_COND_BR)
+		return rel ? NP_INSN_BRANCH | NP_INSN_COND : 0;
 	if (x->zi.meta.branch_type == ZYDIS_BRANCH_TYPE_NONE)
 		return 0;
 	switch (x->zi.meta.category) {
-	case ZYDIS_CATEGORY_COND_BR:
-		return rel ? NP_INSN_BRANCH | NP_INSN_COND : 0;
 	case ZYDIS_CATEGORY_UNCOND_BR:
 		return NP_INSN_NOFALL | (rel ? NP_INSN_BRANCH : NP_INSN_INDIRECT);
 	case ZYDIS_CATEGORY_CALL:
@@ -126,7 +127,7 @@ static uint32_t other_flags(const struct x86_insn *x)
 {
 	uint32_t f = 0;
 
-	for (size_t i = 0; i < sizeof(x86_mnemonic_flags) / sizeof(x86_mnemonic_flags[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(x86_mnemonic_flags); i++)
 		if (x86_mnemonic_flags[i].mn == x->zi.mnemonic)
 			f |= x86_mnemonic_flags[i].flags;
 	switch (x->zi.meta.category) {
@@ -190,7 +191,7 @@ static bool has_prefix(const struct x86_insn *x, uint8_t value)
 
 static const char *reject_reason(const struct x86_insn *x)
 {
-	for (size_t i = 0; i < sizeof(x86_rejects) / sizeof(x86_rejects[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(x86_rejects); i++)
 		if (x86_rejects[i].mn == x->zi.mnemonic)
 			return x86_rejects[i].why;
 	if (x->zi.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
@@ -359,7 +360,7 @@ static const struct {
 
 static uint16_t sim_id(const struct x86_insn *x, const struct np_insn *n, const char **why)
 {
-	for (size_t i = 0; i < sizeof(x86_sims) / sizeof(x86_sims[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(x86_sims); i++)
 		if (x86_sims[i].mn == x->zi.mnemonic)
 			return x86_sims[i].rule(x, n, why);
 	return 0;

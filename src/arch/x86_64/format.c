@@ -115,7 +115,7 @@ static int string_op(const ZydisDecodedInstruction *zi)
 {
 	if (zi->meta.category != ZYDIS_CATEGORY_STRINGOP || zi->address_width != 64)
 		return -1;
-	for (size_t i = 0; i < sizeof(x86_string_ops) / sizeof(x86_string_ops[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(x86_string_ops); i++)
 		if (x86_string_ops[i].mn == zi->mnemonic)
 			return (int)i;
 	return -1;
@@ -169,7 +169,7 @@ static void gnu_mnemonic(const ZydisDecodedInstruction *zi, const ZydisDecodedOp
 	bool moffs = zi->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && zi->opcode >= 0xa0 &&
 		     zi->opcode <= 0xa3;
 
-	for (size_t i = 0; i < sizeof(x86_gnu_names) / sizeof(x86_gnu_names[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(x86_gnu_names); i++)
 		if (x86_gnu_names[i].mn == zi->mnemonic)
 			name = x86_gnu_names[i].gnu;
 	if (zi->mnemonic == ZYDIS_MNEMONIC_MOVZX || zi->mnemonic == ZYDIS_MNEMONIC_MOVSX)
@@ -338,7 +338,7 @@ static bool setup(ZydisFormatter *f, struct fmt_chain *chain)
 			   pre = hook_pre_operand;
 	bool ok = ZYAN_SUCCESS(ZydisFormatterInit(f, ZYDIS_FORMATTER_STYLE_ATT));
 
-	for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
+	for (size_t i = 0; i < X86_ARRAY_SIZE(props); i++)
 		ok = ok && ZYAN_SUCCESS(ZydisFormatterSetProperty(f, props[i].prop, props[i].value));
 	chain->reg = hook_reg;
 	/* SetHook swaps: the chain receives Zydis' own functions. */

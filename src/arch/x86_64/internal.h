@@ -22,6 +22,8 @@
 
 #include "arch/arch.h"
 
+#define X86_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 /* One decoded instruction as Zydis sees it: visible and hidden operands. */
 struct x86_insn {
 	ZydisDecodedInstruction zi;
@@ -36,6 +38,9 @@ void x86_classify(const struct x86_insn *x, uint64_t pc, struct np_insn *out);
 int x86_gpr64(ZydisRegister reg);
 /* Does the instruction write 'reg' (any width of it), visibly or not? */
 bool x86_writes(const struct x86_insn *x, ZydisRegister reg);
+
+/* vecscan.c: does the code at fn touch vector state? (np_isa hook) */
+int x86_vector_state_used(uint64_t fn, const struct np_mem *mem);
 
 /* Simulator kinds, the top 4 bits of np_insn.sim. */
 enum x86_sim_kind {

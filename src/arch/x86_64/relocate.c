@@ -23,6 +23,10 @@
  * Everything else is copied byte for byte. None of the sequences uses a
  * scratch register or changes rflags. Instructions decode.c rejects make
  * the whole relocation fail with -EOPNOTSUPP.
+ *
+ * The push+jmp form of a call leaves a CET shadow stack (user shadow
+ * stacks, Linux 6.6+) without the matching entry, so the callee's ret
+ * would fault: the runtime must not relocate calls when it is enabled.
  */
 #include <errno.h>
 #include <string.h>

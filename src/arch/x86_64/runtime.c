@@ -21,10 +21,12 @@
 TPL(np_x86_save_full);
 TPL(np_x86_save_entry);
 TPL(np_x86_save_tail);
-TPL(np_x86_sse16_save);
-TPL(np_x86_sse16_restore);
-TPL(np_x86_sse8_save);
-TPL(np_x86_sse8_restore);
+TPL(np_x86_xsave);
+TPL(np_x86_xsavec);
+TPL(np_x86_xrstor);
+TPL(np_x86_fxsave);
+TPL(np_x86_fxrstor);
+TPL(np_x86_ret_tramp_fpu);
 TPL(np_x86_call);
 TPL(np_x86_restore_full);
 TPL(np_x86_restore_entry);
@@ -50,12 +52,20 @@ extern const uint8_t np_x86_arm_fn[], np_x86_leave_tls[];
 extern const uint8_t np_x86_redirect_tls_a[], np_x86_redirect_tls_b[];
 extern const uint8_t np_x86_redirect_noflags[];
 extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_tls_a[], np_x86_ret_tramp_tls_b[];
+extern const uint8_t np_x86_ret_tramp_fpu_fn_imm[], np_x86_ret_tramp_fpu_tls_a[];
+extern const uint8_t np_x86_ret_tramp_fpu_tls_b[], np_x86_ret_tramp_fpu_size[];
+extern const uint8_t np_x86_xsave_size[], np_x86_xsave_mask[], np_x86_xsavec_size[];
+extern const uint8_t np_x86_xsavec_mask[], np_x86_xrstor_mask[];
+extern const uint8_t np_x86_ret_tramp_fpu_mask[], np_x86_ret_tramp_fpu_mask2[];
 
 /* The copies of the redirect routine: with rflags, and without (an entry or
  * a return, where the ABI says the flags are dead). */
 __attribute__((visibility("hidden"))) uint64_t np_x86_redirect_ptr, np_x86_redirect_nf_ptr;
 __thread uint64_t np_tls_redirect __attribute__((tls_model("initial-exec")));
-static uint64_t ret_tramp;
+static uint64_t ret_tramp, ret_tramp_fpu;
+static uint32_t xsave_size; /* 0: no XSAVE, use FXSAVE */
+static uint32_t xsave_mask; /* x87, SSE, AVX, AVX-512: what XCR0 enables */
+static bool have_xsavec;
 static int32_t self_disp; /* %fs displacement of the thread-block pointer */
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
@@ -119,8 +129,14 @@ static void add_save(struct block *b, const struct np_site *site, bool entry, bo
 		add(b, PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
 	add(b, PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
 		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0))));
-	if (site->fpu == NP_FPU_SSE)
-		add(b, entry ? PIECE(np_x86_sse8_save) : PIECE(np_x86_sse16_save));
+	if (site->fpu == NP_FPU_FULL && xsave_size && have_xsavec)
+		add(b, PIECE(np_x86_xsavec, S4(np_x86_xsavec_size, xsave_size),
+			     S4(np_x86_xsavec_mask, xsave_mask)));
+	else if (site->fpu == NP_FPU_FULL && xsave_size)
+		add(b, PIECE(np_x86_xsave, S4(np_x86_xsave_size, xsave_size),
+			     S4(np_x86_xsave_mask, xsave_mask)));
+	else if (site->fpu == NP_FPU_FULL)
+		add(b, PIECE(np_x86_fxsave));
 }
 
 static uint32_t hits_off(uint32_t slot)
@@ -159,8 +175,9 @@ static void add_calls(struct block *b, const struct np_site *site)
 
 static void add_restore(struct block *b, const struct np_site *site, bool entry, bool args)
 {
-	if (site->fpu == NP_FPU_SSE)
-		add(b, entry ? PIECE(np_x86_sse8_restore) : PIECE(np_x86_sse16_restore));
+	if (site->fpu == NP_FPU_FULL)
+		add(b, xsave_size ? PIECE(np_x86_xrstor, S4(np_x86_xrstor_mask, xsave_mask))
+				  : PIECE(np_x86_fxrstor));
 	if (args)
 		add(b, PIECE(np_x86_restore_args,
 			     S8(np_x86_restore_args_redirect_imm, np_x86_redirect_nf_ptr)));
@@ -261,9 +278,14 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 	return ctx->regs.gpr[4];
 }
 
-uint64_t np_host_ret_trampoline(void)
+uint64_t np_host_ret_trampoline(bool fpu)
 {
-	return ret_tramp;
+	return fpu && ret_tramp_fpu ? ret_tramp_fpu : ret_tramp;
+}
+
+bool np_host_is_ret_trampoline(uint64_t addr)
+{
+	return addr == ret_tramp || addr == ret_tramp_fpu;
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
@@ -282,13 +304,41 @@ static int32_t tls_displacement(void)
 	return (int32_t)((int64_t)(uintptr_t)&np_tls_redirect - (int64_t)tp);
 }
 
+static void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+
+/* Which extended state to save, and how many bytes that takes in the
+ * standard layout (an upper bound for the compacted one). 0 when the CPU
+ * or the OS has no XSAVE. */
+static void xsave_setup(void)
+{
+	uint32_t r[4], lo, hi;
+	cpuid(1, 0, r);
+	if (!(r[2] & (1u << 27))) /* OSXSAVE */
+		return;
+	__asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	xsave_mask = lo & 0xe7; /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
+	xsave_size = 576;       /* legacy area + header */
+	for (unsigned i = 2; i < 8; i++)
+		if (xsave_mask & (1u << i)) {
+			cpuid(0xd, i, r);
+			if (r[1] + r[0] > xsave_size)
+				xsave_size = r[1] + r[0];
+		}
+	cpuid(0xd, 1, r);
+	have_xsavec = r[0] & (1u << 1);
+}
+
 /* Copy a shared routine into executable memory, patching the %fs
  * displacement of its TLS slot (a shared library cannot use local-exec TLS
  * from assembly) and, if given, its 8-byte call slot. */
 static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const uint8_t *tls_a,
-				const uint8_t *tls_b, const uint8_t *fn_slot, uint64_t fn)
+				const uint8_t *tls_b, const uint8_t *fn_slot, uint64_t fn,
+				const uint8_t *size_slot)
 {
-	uint8_t code[512];
+	uint8_t code[1024];
 	size_t len = (size_t)(end - begin);
 	int32_t disp = tls_displacement();
 
@@ -299,6 +349,11 @@ static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const 
 	memcpy(code + (tls_b - begin), &disp, 4);
 	if (fn_slot)
 		memcpy(code + (fn_slot - begin), &fn, 8);
+	if (size_slot) {
+		memcpy(code + (size_slot - begin), &xsave_size, 4);
+		memcpy(code + (np_x86_ret_tramp_fpu_mask - begin), &xsave_mask, 4);
+		memcpy(code + (np_x86_ret_tramp_fpu_mask2 - begin), &xsave_mask, 4);
+	}
 	uint64_t at = np_codemem_alloc(0, len, 0);
 	return at && np_code_write(at, code, len) == 0 ? at : 0;
 }
@@ -308,11 +363,18 @@ int np_host_init(void)
 	uint64_t tp;
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
 	self_disp = (int32_t)((int64_t)(uintptr_t)np_thread_tls_slot() - (int64_t)tp);
+	xsave_setup();
 	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end,
-				      np_x86_redirect_tls_a, np_x86_redirect_tls_b, NULL, 0);
+				      np_x86_redirect_tls_a, np_x86_redirect_tls_b, NULL, 0, NULL);
 	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end,
 				    np_x86_ret_tramp_tls_a, np_x86_ret_tramp_tls_b,
-				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch);
+				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch, NULL);
+	if (xsave_size) /* without XSAVE, return handlers get the lean trampoline */
+		ret_tramp_fpu = install_routine(
+			np_x86_ret_tramp_fpu_begin, np_x86_ret_tramp_fpu_end,
+			np_x86_ret_tramp_fpu_tls_a, np_x86_ret_tramp_fpu_tls_b,
+			np_x86_ret_tramp_fpu_fn_imm, (uint64_t)&np__ret_dispatch,
+			np_x86_ret_tramp_fpu_size);
 	if (!at || !ret_tramp)
 		return -ENOMEM;
 	np_x86_redirect_ptr = at;

@@ -179,7 +179,7 @@ static bool match_abs_table(const struct scan *s, const ZydisDecodedOperand *m)
 /* (a), matched backwards from jmp *%rY: add, then movslq and lea. */
 static bool match_pie_table(const struct scan *s, ZydisRegister y)
 {
-	struct x86_insn add, p, q, *mov, *lea;
+	struct x86_insn add, p, q, scratch, *mov, *lea;
 	int b_add = last_writer(s, 1, y, &add), b_p, b_q, b_mov, b_lea;
 	ZydisRegister other;
 	uint64_t n, table;
@@ -201,7 +201,7 @@ static bool match_pie_table(const struct scan *s, ZydisRegister y)
 	    full_reg(mov->ops[1].mem.base) != full_reg(lea->ops[0].reg.value))
 		return false;
 	/* The lea must be what the movslq reads as its base. */
-	if (last_writer(s, (unsigned)b_mov + 1, lea->ops[0].reg.value, &p) != b_lea)
+	if (last_writer(s, (unsigned)b_mov + 1, lea->ops[0].reg.value, &scratch) != b_lea)
 		return false;
 	ZydisCalcAbsoluteAddress(&lea->zi, &lea->ops[1], pc_at(s, (unsigned)b_lea), &table);
 	n = table_bound(s, (unsigned)b_mov + 1, mov->ops[1].mem.index);

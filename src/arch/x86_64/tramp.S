@@ -14,8 +14,7 @@
  *          rflags with popfq (slow, ~20 cycles, but exact);
  *   entry  at a function entry: the red zone is dead (the caller just made
  *          a call) and so are the flags (SysV ABI), so it skips both.
- * The vector registers a C handler may clobber are saved separately:
- * all 16 xmm mid-function, xmm0-7 (the argument registers) at an entry.
+ * The vector state is saved separately (np_x86_xsave).
  */
 	.text
 	.p2align 4
@@ -38,6 +37,7 @@
 	pop %r8; pop %r9; pop %r10; pop %r11; \
 	pop %r12; pop %r13; pop %r14; pop %r15
 
+#define IMM32(name) .globl name; .hidden name; name: .long 0
 #define TEMPLATE(name) .globl name##_begin, name##_end; .hidden name##_begin, name##_end; name##_begin:
 #define END(name) name##_end:
 
@@ -104,44 +104,66 @@ TEMPLATE(np_x86_save_tail)
 	and $-16, %rsp
 END(np_x86_save_tail)
 
-/* --- vector state ------------------------------------------------------ */
-TEMPLATE(np_x86_sse16_save)
-	lea -256(%rsp), %rsp
-	movaps %xmm0, 0(%rsp);    movaps %xmm1, 16(%rsp)
-	movaps %xmm2, 32(%rsp);   movaps %xmm3, 48(%rsp)
-	movaps %xmm4, 64(%rsp);   movaps %xmm5, 80(%rsp)
-	movaps %xmm6, 96(%rsp);   movaps %xmm7, 112(%rsp)
-	movaps %xmm8, 128(%rsp);  movaps %xmm9, 144(%rsp)
-	movaps %xmm10, 160(%rsp); movaps %xmm11, 176(%rsp)
-	movaps %xmm12, 192(%rsp); movaps %xmm13, 208(%rsp)
-	movaps %xmm14, 224(%rsp); movaps %xmm15, 240(%rsp)
-END(np_x86_sse16_save)
+/* --- vector state ---------------------------------------------------------
+ * A handler may call libc, whose AVX2/AVX-512 string functions end with
+ * vzeroupper: saving xmm alone would lose the program's ymm/zmm upper
+ * halves. So the default saves the x87, SSE, AVX and AVX-512 state with
+ * XSAVEC (or XSAVE, or FXSAVE on CPUs without it); AMX tiles and PKRU are
+ * left out: a handler cannot use AMX without asking the kernel first, and
+ * does not change protection keys. NP_PROBE_NO_FPU skips all of it. */
+TEMPLATE(np_x86_xsave)
+	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
+	IMM32(np_x86_xsave_size)
+	and $-64, %rsp
+	movq $0, 512(%rsp)		/* XRSTOR wants a clean XSAVE header */
+	movq $0, 520(%rsp)
+	movq $0, 528(%rsp)
+	movq $0, 536(%rsp)
+	movq $0, 544(%rsp)
+	movq $0, 552(%rsp)
+	movq $0, 560(%rsp)
+	movq $0, 568(%rsp)
+	.byte 0xb8			/* mov $mask, %eax */
+	IMM32(np_x86_xsave_mask)
+	xor %edx, %edx
+	xsave64 (%rsp)
+END(np_x86_xsave)
 
-TEMPLATE(np_x86_sse16_restore)
-	movaps 0(%rsp), %xmm0;    movaps 16(%rsp), %xmm1
-	movaps 32(%rsp), %xmm2;   movaps 48(%rsp), %xmm3
-	movaps 64(%rsp), %xmm4;   movaps 80(%rsp), %xmm5
-	movaps 96(%rsp), %xmm6;   movaps 112(%rsp), %xmm7
-	movaps 128(%rsp), %xmm8;  movaps 144(%rsp), %xmm9
-	movaps 160(%rsp), %xmm10; movaps 176(%rsp), %xmm11
-	movaps 192(%rsp), %xmm12; movaps 208(%rsp), %xmm13
-	movaps 224(%rsp), %xmm14; movaps 240(%rsp), %xmm15
-END(np_x86_sse16_restore)
+/* XSAVEC skips components in their initial state: the usual case for
+ * AVX-512 in a program that does not use it. It writes the first 16 bytes
+ * of the header but not the reserved rest, which XRSTOR wants zero. */
+TEMPLATE(np_x86_xsavec)
+	.byte 0x48, 0x81, 0xec
+	IMM32(np_x86_xsavec_size)
+	and $-64, %rsp
+	movq $0, 528(%rsp)
+	movq $0, 536(%rsp)
+	movq $0, 544(%rsp)
+	movq $0, 552(%rsp)
+	movq $0, 560(%rsp)
+	movq $0, 568(%rsp)
+	.byte 0xb8
+	IMM32(np_x86_xsavec_mask)
+	xor %edx, %edx
+	xsavec64 (%rsp)
+END(np_x86_xsavec)
 
-TEMPLATE(np_x86_sse8_save)
-	lea -128(%rsp), %rsp
-	movaps %xmm0, 0(%rsp);    movaps %xmm1, 16(%rsp)
-	movaps %xmm2, 32(%rsp);   movaps %xmm3, 48(%rsp)
-	movaps %xmm4, 64(%rsp);   movaps %xmm5, 80(%rsp)
-	movaps %xmm6, 96(%rsp);   movaps %xmm7, 112(%rsp)
-END(np_x86_sse8_save)
+TEMPLATE(np_x86_xrstor)
+	.byte 0xb8
+	IMM32(np_x86_xrstor_mask)
+	xor %edx, %edx
+	xrstor64 (%rsp)
+END(np_x86_xrstor)
 
-TEMPLATE(np_x86_sse8_restore)
-	movaps 0(%rsp), %xmm0;    movaps 16(%rsp), %xmm1
-	movaps 32(%rsp), %xmm2;   movaps 48(%rsp), %xmm3
-	movaps 64(%rsp), %xmm4;   movaps 80(%rsp), %xmm5
-	movaps 96(%rsp), %xmm6;   movaps 112(%rsp), %xmm7
-END(np_x86_sse8_restore)
+TEMPLATE(np_x86_fxsave)
+	lea -512(%rsp), %rsp
+	and $-64, %rsp
+	fxsave64 (%rsp)
+END(np_x86_fxsave)
+
+TEMPLATE(np_x86_fxrstor)
+	fxrstor64 (%rsp)
+END(np_x86_fxrstor)
 
 /* --- calling the handlers ---------------------------------------------------
  * The common case runs inline: the thread's block from TLS, the recursion
@@ -151,7 +173,6 @@ END(np_x86_sse8_restore)
  * set) calls np__dispatch, the general path in C. Setting in_site before
  * reading the version pairs with membarrier() on the detach side. */
 #define TLS_LOAD(name) .byte 0x64, 0x48, 0x8b, 0x04, 0x25; .globl name; .hidden name; name: .long 0
-#define IMM32(name) .globl name; .hidden name; name: .long 0
 
 TEMPLATE(np_x86_enter)
 	TLS_LOAD(np_x86_enter_tls)	/* mov %fs:slot, %rax: this thread's block */
@@ -313,5 +334,58 @@ np_x86_ret_tramp_tls_a: .long 0
 	.globl np_x86_ret_tramp_tls_b; .hidden np_x86_ret_tramp_tls_b
 np_x86_ret_tramp_tls_b: .long 0
 END(np_x86_ret_tramp)
+
+/* The same, saving the whole extended state for handlers that may touch
+ * vector registers (the default; see np_x86_xsave). */
+TEMPLATE(np_x86_ret_tramp_fpu)
+	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
+	push %rbp
+	lea -8(%rsp), %rsp		/* rsp */
+	push %rbx; push %rdx
+	lea -8(%rsp), %rsp		/* rcx: dead */
+	push %rax
+	lea -16(%rsp), %rsp
+	lea 288(%rsp), %rax
+	mov %rax, 48(%rsp)
+	movq $0, (%rsp)
+	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
+	mov %rsp, %rbx
+	and $-16, %rsp
+	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
+	IMM32(np_x86_ret_tramp_fpu_size)
+	and $-64, %rsp
+	movq $0, 512(%rsp)
+	movq $0, 520(%rsp)
+	movq $0, 528(%rsp)
+	movq $0, 536(%rsp)
+	movq $0, 544(%rsp)
+	movq $0, 552(%rsp)
+	movq $0, 560(%rsp)
+	movq $0, 568(%rsp)
+	.byte 0xb8
+	IMM32(np_x86_ret_tramp_fpu_mask)
+	xor %edx, %edx
+	xsave64 (%rsp)
+	mov %rbx, %rdi
+	SLOT(np_x86_ret_tramp_fpu_fn_imm)
+	call *%rax
+	.byte 0xb8
+	IMM32(np_x86_ret_tramp_fpu_mask2)
+	xor %edx, %edx
+	xrstor64 (%rsp)
+	mov %rbx, %rsp
+	mov 272(%rsp), %rax		/* the real return address */
+	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
+	.globl np_x86_ret_tramp_fpu_tls_a; .hidden np_x86_ret_tramp_fpu_tls_a
+np_x86_ret_tramp_fpu_tls_a: .long 0
+	mov 16(%rsp), %rax
+	mov 32(%rsp), %rdx
+	mov 40(%rsp), %rbx
+	mov 56(%rsp), %rbp
+	mov 48(%rsp), %rsp
+	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
+	.globl np_x86_ret_tramp_fpu_tls_b; .hidden np_x86_ret_tramp_fpu_tls_b
+np_x86_ret_tramp_fpu_tls_b: .long 0
+END(np_x86_ret_tramp_fpu)
 
 	.section .note.GNU-stack,"",@progbits

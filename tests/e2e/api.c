@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public API end to end: argument access, return override, return
+ * handlers, several handlers on one site, probes inside another probe's
+ * displaced bytes, EDEADLK from handlers, error codes, strategy names, the
+ * log callback, the recursion guard, and probes in a shared library, in a
+ * non-PIE executable (this file is also built with -no-pie) and in code the
+ * program mapped itself.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+
+#include "e2e.h"
+#include "libtarget.h"
+#include "test.h"
+
+extern uint8_t api_seq[], api_loop[], api_tiny_nopad[], api_after_tiny[];
+typedef uint64_t fn1(uint64_t);
+typedef uint64_t fn2(uint64_t, uint64_t);
+#define CALL1(f, x) (((fn1 *)(void *)(f))(x))
+#define CALL2(f, x, y) (((fn2 *)(void *)(f))((x), (y)))
+
+static const enum np_strategy strategies[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
+#define for_each_strategy(s)                                                   \
+	for (const enum np_strategy *s = strategies; s < strategies + 2; s++)
+
+/* ---- C targets ---------------------------------------------------------- */
+
+static int side_effects;
+
+static E2E_NOIPA uint64_t eight_args(uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+				     uint64_t e, uint64_t f, uint64_t g, uint64_t h)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+}
+static E2E_NOIPA int with_side_effect(int x)
+{
+	side_effects++;
+	return 2 * x;
+}
+static E2E_NOIPA long add_one(long x)
+{
+	return x + 1;
+}
+static E2E_NOIPA uint64_t guarded(uint64_t x)
+{
+	return x + 1;
+}
+static uint64_t (*volatile eight_args_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+					 uint64_t, uint64_t, uint64_t) = eight_args;
+static int (*volatile with_side_effect_p)(int) = with_side_effect;
+static long (*volatile add_one_p)(long) = add_one;
+static uint64_t (*volatile guarded_p)(uint64_t) = guarded;
+
+static uint64_t some_data = 1;
+
+static struct np_probe *attach(void *addr, np_handler_fn on_entry, np_handler_fn on_return,
+			       void *data, enum np_strategy s)
+{
+	struct np_probe_opts o = e2e_opts(on_entry, data, s);
+
+	o.on_return = on_return;
+	struct np_probe *p = np_probe_attach(addr, &o);
+	if (!p)
+		fprintf(stderr, "# attach %p (%s) failed: %s; log: %s\n", addr,
+			np_strategy_name(s), strerror(errno), e2e_log_state.last);
+	return p;
+}
+
+/* ---- arguments, override, return values --------------------------------- */
+
+struct argrec {
+	uint64_t a[8];
+	unsigned calls;
+};
+
+static void record_args(struct np_ctx *ctx, void *data)
+{
+	struct argrec *r = data;
+
+	for (unsigned i = 0; i < 8; i++)
+		r->a[i] = np_ctx_arg(ctx, i);
+	r->calls++;
+}
+
+TEST(args_0_to_7_at_entry_including_two_from_the_stack)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct argrec r = {{0}, 0};
+		struct np_probe *p = attach((void *)eight_args, record_args, NULL, &r, *s);
+
+		CHECK(p);
+		uint64_t want = 0;
+
+		for (unsigned i = 0; i < 8; i++)
+			want += (i + 1) * (0x100 + i);
+		CHECK_EQ(eight_args_p(0x100, 0x101, 0x102, 0x103, 0x104, 0x105, 0x106, 0x107),
+			 want);
+		CHECK_EQ(r.calls, 1);
+		for (unsigned i = 0; i < 8; i++)
+			CHECK_EQ(r.a[i], 0x100 + i);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+struct ovr {
+	int rc, err;
+};
+
+static void override_4242(struct np_ctx *ctx, void *data)
+{
+	struct ovr *o = data;
+
+	errno = 0;
+	o->rc = np_ctx_override_return(ctx, 4242);
+	o->err = errno;
+}
+
+TEST(override_return_skips_the_body_and_the_caller_sees_the_value)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct ovr o = {1, 0};
+		struct np_probe *p = attach((void *)with_side_effect, override_4242, NULL, &o, *s);
+
+		side_effects = 0;
+		CHECK_EQ(with_side_effect_p(5), 4242);
+		CHECK_EQ(side_effects, 0);
+		CHECK_EQ(o.rc, 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		CHECK_EQ(with_side_effect_p(5), 10);
+		CHECK_EQ(side_effects, 1);
+	}
+}
+
+TEST(override_return_away_from_a_function_entry_fails_with_einval)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct ovr o = {0, 0};
+		struct np_probe *p = attach(api_seq + 4, override_4242, NULL, &o, *s);
+
+		CHECK_EQ(CALL1(api_seq, 5), 22);
+		CHECK_EQ(o.rc, (uint64_t)-1);
+		CHECK_EQ(o.err, EINVAL);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+struct retrec {
+	unsigned entries, returns;
+	bool entry_is_return, return_is_return;
+	uint64_t retval, func_at_entry, func_at_return;
+	int set_rc;
+};
+
+static void note_entry(struct np_ctx *ctx, void *data)
+{
+	struct retrec *r = data;
+
+	r->entries++;
+	r->entry_is_return = np_ctx_is_return(ctx);
+	r->func_at_entry = np_ctx_func(ctx);
+}
+
+static void replace_retval(struct np_ctx *ctx, void *data)
+{
+	struct retrec *r = data;
+
+	r->returns++;
+	r->return_is_return = np_ctx_is_return(ctx);
+	r->retval = np_ctx_retval(ctx);
+	r->func_at_return = np_ctx_func(ctx);
+	r->set_rc = np_ctx_set_retval(ctx, 1000);
+}
+
+TEST(return_handler_sees_the_return_value_and_can_replace_it)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct retrec r = {0};
+		struct np_probe *p = attach((void *)add_one, note_entry, replace_retval, &r, *s);
+
+		CHECK_EQ(add_one_p(41), 1000);
+		CHECK_EQ(r.entries, 1);
+		CHECK_EQ(r.returns, 1);
+		CHECK(!r.entry_is_return);
+		CHECK(r.return_is_return);
+		CHECK_EQ(r.retval, 42);
+		CHECK_EQ(r.func_at_entry, (uintptr_t)add_one);
+		CHECK_EQ(r.func_at_return, (uintptr_t)add_one);
+		CHECK_EQ(r.set_rc, 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		CHECK_EQ(add_one_p(41), 42);
+	}
+}
+
+/* ---- several probes on one site, nested sites ---------------------------- */
+
+static struct {
+	int seq[16];
+	int n;
+} order;
+
+static void append_id(struct np_ctx *ctx, void *data)
+{
+	if (order.n < 16)
+		order.seq[order.n++] = (int)(intptr_t)data;
+}
+
+static int order_is(int a, int b, int c)
+{
+	int want[3] = {a, b, c}, n = c ? 3 : 2;
+
+	if (order.n != n)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (order.seq[i] != want[i])
+			return 0;
+	return 1;
+}
+
+TEST(handlers_on_one_site_run_in_attach_order_also_after_detaching_the_middle)
+{
+	uint8_t orig[16];
+
+	memcpy(orig, api_seq, sizeof orig);
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct np_probe *p1 = attach(api_seq, append_id, NULL, (void *)1, *s);
+		struct np_probe *p2 = attach(api_seq, append_id, NULL, (void *)2, *s);
+		struct np_probe *p3 = attach(api_seq, append_id, NULL, (void *)3, *s);
+
+		CHECK(p1 && p2 && p3);
+		order.n = 0;
+		CHECK_EQ(CALL1(api_seq, 1), 10);
+		CHECK(order_is(1, 2, 3));
+		CHECK_EQ(e2e_detach_free(p2), 0);
+		order.n = 0;
+		CHECK_EQ(CALL1(api_seq, 1), 10);
+		CHECK(order_is(1, 3, 0));
+		struct np_probe *p4 = attach(api_seq, append_id, NULL, (void *)4, *s);
+		order.n = 0;
+		CHECK_EQ(CALL1(api_seq, 1), 10);
+		CHECK(order_is(1, 3, 4));
+		CHECK_EQ(e2e_detach_free(p1), 0);
+		CHECK_EQ(e2e_detach_free(p3), 0);
+		CHECK_EQ(e2e_detach_free(p4), 0);
+		CHECK(memcmp(orig, api_seq, sizeof orig) == 0);
+	}
+}
+
+/* api_seq: push %rbp (+0), mov %rsp,%rbp (+1), lea (+4), add (+8), pop (+12):
+ * a 5-byte jump at +0 displaces +1 and +4 too. */
+TEST(probe_inside_another_probes_displaced_bytes_both_fire)
+{
+	static const uint8_t want[14] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8d, 0x04,
+					 0x7f, 0x48, 0x83, 0xc0, 0x07, 0x5d, 0xc3};
+	static const int offs[] = {1, 4, 8, 12};
+
+	CHECK(memcmp(api_seq, want, sizeof want) == 0);
+	e2e_log_capture();
+	for (int k = 0; k < 4; k++) {
+		for (int order_mask = 0; order_mask < 4; order_mask++) {
+			struct e2e_counter ca = {.addr = (uintptr_t)api_seq};
+			struct e2e_counter cb = {.addr = (uintptr_t)(api_seq + offs[k])};
+			bool inner_first = order_mask & 1, detach_inner_first = order_mask & 2;
+			struct np_probe *a = NULL, *b = NULL;
+
+			if (inner_first)
+				b = attach(api_seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
+			a = attach(api_seq, e2e_count, NULL, &ca, NP_STRATEGY_AUTO);
+			if (!inner_first)
+				b = attach(api_seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
+			CHECK(a && b);
+			CHECK_EQ(CALL1(api_seq, 5), 22);
+			CHECK_EQ(CALL1(api_seq, 6), 25);
+			CHECK_EQ(ca.hits, 2);
+			CHECK_EQ(cb.hits, 2);
+			CHECK_EQ(ca.bad_pc + cb.bad_pc, 0);
+			if (a && b && k == 0 && order_mask == 0)
+				printf("# api_seq+0: %s, api_seq+1: %s\n",
+				       np_strategy_name(np_probe_strategy(a)),
+				       np_strategy_name(np_probe_strategy(b)));
+			if (detach_inner_first && b)
+				CHECK_EQ(e2e_detach_free(b), 0);
+			CHECK_EQ(CALL1(api_seq, 5), 22);
+			if (a)
+				CHECK_EQ(e2e_detach_free(a), 0);
+			if (!detach_inner_first && b)
+				CHECK_EQ(e2e_detach_free(b), 0);
+			CHECK_EQ(ca.hits, 3);
+			CHECK_EQ(cb.hits, detach_inner_first ? 2 : 3);
+			CHECK(memcmp(api_seq, want, sizeof want) == 0);
+		}
+	}
+}
+
+/* ---- handler restrictions, recursion guard -------------------------------- */
+
+struct dl {
+	struct np_probe *victim, *attached;
+	int attach_errno, detach_rc, detach_errno;
+	struct e2e_counter unused;
+};
+
+static void attach_and_detach_inside(struct np_ctx *ctx, void *data)
+{
+	struct dl *d = data;
+	struct np_probe_opts o = e2e_opts(e2e_count, &d->unused, NP_STRATEGY_AUTO);
+
+	errno = 0;
+	d->attached = np_probe_attach(api_seq + 4, &o);
+	d->attach_errno = errno;
+	errno = 0;
+	d->detach_rc = np_probe_detach(d->victim);
+	d->detach_errno = errno;
+}
+
+TEST(attach_and_detach_from_a_handler_fail_with_edeadlk)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct e2e_counter c = {0};
+		struct dl d = {0};
+
+		d.victim = attach(api_loop, e2e_count, NULL, &c, NP_STRATEGY_AUTO);
+		struct np_probe *p = attach(api_seq, attach_and_detach_inside, NULL, &d, *s);
+		CHECK(d.victim && p);
+		CHECK_EQ(CALL1(api_seq, 1), 10);
+		CHECK(d.attached == NULL);
+		CHECK_EQ(d.attach_errno, EDEADLK);
+		CHECK_EQ(d.detach_rc, (uint64_t)-1);
+		CHECK_EQ(d.detach_errno, EDEADLK);
+		CHECK_EQ(CALL2(api_loop, 3, 4), 12); /* the victim is still attached */
+		CHECK_EQ(c.hits, 1);
+		if (d.attached)
+			e2e_detach_free(d.attached);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		if (d.victim)
+			CHECK_EQ(e2e_detach_free(d.victim), 0);
+	}
+}
+
+struct guardrec {
+	unsigned calls;
+	uint64_t inner;
+};
+
+static void call_probed_function_again(struct np_ctx *ctx, void *data)
+{
+	struct guardrec *g = data;
+
+	g->calls++;
+	g->inner = guarded_p(100);
+}
+
+TEST(handler_calling_its_own_probed_function_is_counted_missed_not_recursed)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct guardrec g = {0, 0};
+		struct np_probe *p = attach((void *)guarded, call_probed_function_again, NULL, &g, *s);
+
+		CHECK(p);
+		CHECK_EQ(guarded_p(1), 2);
+		CHECK_EQ(g.calls, 1);
+		CHECK_EQ(g.inner, 101);
+		if (!p)
+			continue;
+		CHECK_EQ(np_probe_hits(p), 1);
+		CHECK_EQ(np_probe_missed(p), 1);
+		CHECK_EQ(guarded_p(2), 3);
+		CHECK_EQ(np_probe_hits(p), 2);
+		CHECK_EQ(np_probe_missed(p), 2);
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+/* ---- errors, names, logging ---------------------------------------------- */
+
+static void expect_refused(void *addr, struct np_probe_opts *o, int want_errno, const char *what)
+{
+	unsigned logged = e2e_log_state.count;
+
+	errno = 0;
+	struct np_probe *p = np_probe_attach(addr, o);
+	if (p || errno != want_errno)
+		fprintf(stderr, "# %s: got %p, errno %d (%s), want %d\n", what, (void *)p, errno,
+			strerror(errno), want_errno);
+	CHECK(p == NULL);
+	CHECK_EQ(errno, want_errno);
+	CHECK(e2e_log_state.count > logged); /* every failure is logged */
+	if (p)
+		e2e_detach_free(p);
+}
+
+TEST(attach_errors_have_specific_errno_and_are_logged)
+{
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_AUTO);
+	struct np_probe_opts bad;
+
+	e2e_log_capture();
+	expect_refused(NULL, &o, EINVAL, "NULL address");
+	bad = o;
+	bad.sz = 0;
+	expect_refused(api_seq, &bad, EINVAL, "opts.sz == 0");
+	expect_refused(api_seq + 2, &o, EINVAL, "inside mov %rsp,%rbp (ELF bounds)");
+	expect_refused(api_loop + 3, &o, EINVAL, "inside add %rdi,%rax (ELF bounds)");
+	bad = o;
+	bad.func_start = api_seq;
+	bad.func_size = 14;
+	expect_refused(api_seq + 6, &bad, EINVAL, "inside lea (bounds passed)");
+	bad = o;
+	bad.on_entry = NULL;
+	bad.on_return = e2e_count;
+	expect_refused(api_seq + 4, &bad, EINVAL, "on_return away from an entry");
+
+	void *gone = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED);
+	munmap(gone, 4096);
+	expect_refused(gone, &o, ENOEXEC, "unmapped page");
+	expect_refused(&some_data, &o, ENOEXEC, "data in .data");
+	expect_refused(&c, &o, ENOEXEC, "data on the stack");
+
+	errno = 0;
+	CHECK_EQ(np_probe_detach(NULL), (uint64_t)-1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(CALL1(api_seq, 5), 22);
+	CHECK_EQ(c.hits, 0);
+}
+
+TEST(refused_forced_jump_says_why_when_a_branch_targets_the_displaced_bytes)
+{
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+
+	e2e_log_capture();
+	expect_refused(api_loop, &o, EOPNOTSUPP, "forced JUMP over a loop head");
+	CHECK(e2e_log_state.last[0] != '\0');
+	printf("# reason: %s\n", e2e_log_state.last);
+	o.strategy = NP_STRATEGY_AUTO;
+	struct np_probe *p = np_probe_attach(api_loop, &o);
+	CHECK(p);
+	CHECK_EQ(CALL2(api_loop, 3, 4), 12);
+	CHECK_EQ(c.hits, 1);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+TEST(refused_forced_jump_says_why_for_a_one_byte_function_without_padding)
+{
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+
+	e2e_log_capture();
+	expect_refused(api_tiny_nopad, &o, EOPNOTSUPP, "forced JUMP on a 1-byte function");
+	CHECK(e2e_log_state.last[0] != '\0');
+	printf("# reason: %s\n", e2e_log_state.last);
+	o.strategy = NP_STRATEGY_AUTO;
+	struct np_probe *p = np_probe_attach(api_tiny_nopad, &o);
+	CHECK(p);
+	((void (*)(void))(void *)api_tiny_nopad)();
+	CHECK_EQ(((uint64_t(*)(void))(void *)api_after_tiny)(), 1);
+	CHECK_EQ(c.hits, 1);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+TEST(strategy_names_are_auto_jump_trap)
+{
+	CHECK(strcasecmp(np_strategy_name(NP_STRATEGY_AUTO), "auto") == 0);
+	CHECK(strcasecmp(np_strategy_name(NP_STRATEGY_JUMP), "jump") == 0);
+	CHECK(strcasecmp(np_strategy_name(NP_STRATEGY_TRAP), "trap") == 0);
+}
+
+TEST(log_fn_null_restores_the_default_sink)
+{
+	struct np_probe_opts o = e2e_opts(NULL, NULL, NP_STRATEGY_AUTO);
+
+	e2e_log_capture();
+	np_set_log_fn(NULL, NULL);
+	CHECK(np_probe_attach(NULL, &o) == NULL); /* goes to stderr now */
+	CHECK_EQ(e2e_log_state.count, 0);
+	e2e_log_capture();
+	CHECK(np_probe_attach(NULL, &o) == NULL);
+	CHECK_EQ(e2e_log_state.count, 1);
+}
+
+/* ---- where the code lives -------------------------------------------------- */
+
+static void record_retval(struct np_ctx *ctx, void *data)
+{
+	struct retrec *r = data;
+
+	r->returns++;
+	r->retval = np_ctx_retval(ctx);
+}
+
+TEST(probe_in_a_shared_library_at_entry_and_return)
+{
+	void *f = lib_mix_address();
+	Dl_info info;
+
+	CHECK(dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "libtarget"));
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct argrec a = {{0}, 0};
+		struct retrec r = {0};
+		struct np_probe *pe = attach(f, record_args, NULL, &a, *s);
+		struct np_probe *pr = attach(f, NULL, record_retval, &r, *s);
+		uint64_t calls = lib_calls;
+
+		CHECK(pe && pr);
+		CHECK_EQ(lib_mix(3, 4), 3 * 31 + (4 ^ 0x5555));
+		CHECK_EQ(lib_calls, calls + 1);
+		CHECK_EQ(a.calls, 1);
+		CHECK_EQ(a.a[0], 3);
+		CHECK_EQ(a.a[1], 4);
+		CHECK_EQ(r.returns, 1);
+		CHECK_EQ(r.retval, 3 * 31 + (4 ^ 0x5555));
+		if (pe)
+			CHECK_EQ(e2e_detach_free(pe), 0);
+		struct ovr o = {1, 0};
+		struct np_probe *po = attach(f, override_4242, NULL, &o, *s);
+		CHECK_EQ(lib_mix(3, 4), 4242);
+		CHECK_EQ(lib_calls, calls + 1); /* body skipped */
+		if (po)
+			CHECK_EQ(e2e_detach_free(po), 0);
+		if (pr)
+			CHECK_EQ(e2e_detach_free(pr), 0);
+	}
+}
+
+/* lea (%rdi,%rsi,1),%rax; add $5,%rax; ret */
+static const uint8_t mapped_code[] = {0x48, 0x8d, 0x04, 0x37, 0x48, 0x83, 0xc0, 0x05, 0xc3};
+
+static void probe_mapped_code(uint8_t *code)
+{
+	for_each_strategy(s) {
+		for (int off = 0; off <= 4; off += 4) {
+			struct e2e_counter c = {.addr = (uintptr_t)(code + off)};
+			struct retrec r = {0};
+			struct np_probe_opts o = e2e_opts(e2e_count, &c, *s);
+
+			o.func_start = code;
+			o.func_size = sizeof mapped_code;
+			o.on_return = off == 0 ? record_retval : NULL;
+			o.data = off == 0 ? (void *)&r : (void *)&c;
+			o.on_entry = off == 0 ? NULL : e2e_count;
+			struct np_probe *p = np_probe_attach(code + off, &o);
+			if (!p)
+				fprintf(stderr, "# mapped code +%d: %s; log: %s\n", off,
+					strerror(errno), e2e_log_state.last);
+			CHECK(p);
+			CHECK_EQ(CALL2(code, 2, 3), 10);
+			if (off == 0) {
+				CHECK_EQ(r.returns, 1);
+				CHECK_EQ(r.retval, 10);
+			} else {
+				CHECK_EQ(c.hits, 1);
+				CHECK_EQ(c.bad_pc, 0);
+			}
+			if (p)
+				CHECK_EQ(e2e_detach_free(p), 0);
+			CHECK(memcmp(code, mapped_code, sizeof mapped_code) == 0);
+			CHECK_EQ(CALL2(code, 2, 3), 10);
+		}
+	}
+}
+
+static uint8_t *map_code(int prot)
+{
+	uint8_t *m = mmap(NULL, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	memset(m, 0xcc, 4096);
+	memcpy(m, mapped_code, sizeof mapped_code);
+	return m;
+}
+
+TEST(probe_in_code_the_program_mapped_rw_then_rx)
+{
+	uint8_t *code = map_code(PROT_READ | PROT_WRITE);
+
+	e2e_log_capture();
+	CHECK(code);
+	if (!code)
+		return;
+	CHECK_EQ(mprotect(code, 4096, PROT_READ | PROT_EXEC), 0);
+	probe_mapped_code(code);
+	munmap(code, 4096);
+}
+
+TEST(probe_in_code_the_program_mapped_rwx)
+{
+	uint8_t *code = map_code(PROT_READ | PROT_WRITE | PROT_EXEC);
+
+	e2e_log_capture();
+	if (!code) {
+		printf("# skip: RWX mappings refused here (%s)\n", strerror(errno));
+		return;
+	}
+	probe_mapped_code(code);
+	munmap(code, 4096);
+}
+
+#ifdef E2E_NOPIE
+TEST(this_variant_is_a_non_pie_executable)
+{
+	CHECK((uintptr_t)api_seq < 0x40000000u); /* linked at its fixed address */
+}
+#endif
+
+TEST_MAIN()

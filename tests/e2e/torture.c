@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live patching under load: 2 x nproc threads (at least 2) call small
+ * probed functions in a loop and check every result, while this thread
+ * attaches and detaches probes on them 10,000 times (NP_TORTURE_CYCLES to
+ * change), stopping early after 30 seconds (NP_TORTURE_SECONDS) so the test
+ * stays bounded. Every handler counts into its own counter; once a probe is
+ * detached its count must equal np_probe_hits exactly, and the function
+ * bytes must be the originals again.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "e2e.h"
+#include "test.h"
+
+extern uint8_t t_short[], t_cmp[], t_loopy[], t_ret1[], t_ret1_caller[], t_rip[];
+typedef uint64_t fn2(uint64_t, uint64_t);
+#define CALL2(f, a, b) (((fn2 *)(void *)(f))((a), (b)))
+
+static E2E_NOIPA uint64_t t_mix(uint64_t x)
+{
+	return (x * 2654435761u) ^ (x >> 3);
+}
+static uint64_t (*volatile t_mix_p)(uint64_t) = t_mix;
+
+struct site {
+	uint8_t *fn;
+	unsigned off;
+};
+
+/* Entries and mid-function boundaries (layouts in torture_x86_64.S). */
+static struct site sites[] = {
+	{t_short, 0}, {t_short, 1}, {t_short, 4}, {t_short, 8},
+	{t_cmp, 0}, {t_cmp, 2}, {t_cmp, 5},
+	{t_loopy, 0}, {t_loopy, 2}, {t_loopy, 8},
+	{t_ret1, 0},
+	{t_ret1_caller, 0}, {t_ret1_caller, 3},
+	{t_rip, 0}, {t_rip, 7},
+	{NULL, 0}, /* t_mix entry, filled in at run time */
+};
+#define NSITES (sizeof sites / sizeof sites[0])
+#define FUNC_BYTES 16 /* every asm function, with its padding */
+
+static uint8_t pristine[NSITES][FUNC_BYTES];
+static volatile int stop;
+static uint64_t wrong_results, calls;
+
+static void *worker(void *arg)
+{
+	uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1, n = 0, wrong = 0;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint64_t y = x >> 40, k = 1 + (x & 7);
+
+		wrong += CALL2(t_short, y, 0) != y + 1;
+		wrong += CALL2(t_cmp, y, y ^ 1) != (y < (y ^ 1));
+		wrong += CALL2(t_loopy, y, k) != y * k;
+		wrong += CALL2(t_ret1_caller, y, 0) != y;
+		wrong += CALL2(t_rip, y, 0) != y + 0x1234567;
+		wrong += t_mix_p(y) != ((y * 2654435761u) ^ (y >> 3));
+		n++;
+	}
+	__atomic_fetch_add(&wrong_results, wrong, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&calls, n, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct stats {
+	unsigned long attaches, eagain, failures, miscounts, corrupted, jump, trap;
+	uint64_t hits;
+};
+
+static const char *site_name(uint64_t addr, char *buf)
+{
+	static const struct {
+		uint8_t *fn;
+		const char *name;
+	} names[] = {{t_short, "t_short"}, {t_cmp, "t_cmp"}, {t_loopy, "t_loopy"},
+		     {t_ret1, "t_ret1"}, {t_ret1_caller, "t_ret1_caller"}, {t_rip, "t_rip"},
+		     {(uint8_t *)(uintptr_t)t_mix, "t_mix"}};
+	snprintf(buf, 64, "0x%" PRIx64, addr);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (addr >= (uintptr_t)names[i].fn && addr < (uintptr_t)names[i].fn + FUNC_BYTES)
+			snprintf(buf, 64, "%s+%u", names[i].name,
+				 (unsigned)(addr - (uintptr_t)names[i].fn));
+	return buf;
+}
+
+static int bytes_restored(const struct site *s)
+{
+	return memcmp(pristine[s - sites], s->fn, FUNC_BYTES) == 0;
+}
+
+/* Let the workers run until every counter moved, or a short while. Sleep
+ * rather than sched_yield(): on a full machine a yield gives away a whole
+ * time slice, a short sleep wakes up soon. */
+static void wait_for_hits(struct e2e_counter *c, int n)
+{
+	for (int spin = 0; spin < 500; spin++) {
+		int all = 1;
+
+		for (int i = 0; i < n; i++)
+			all &= __atomic_load_n(&c[i].hits, __ATOMIC_RELAXED) > 0;
+		if (all)
+			return;
+		nanosleep(&(struct timespec){0, 20000}, NULL);
+	}
+}
+
+/* One cycle: attach one or two probes, let them fire, detach, check. */
+static void cycle(unsigned long i, struct stats *st)
+{
+	int n = 1 + (int)(i & 1);
+	struct site *s[2] = {&sites[(i * 7) % NSITES], &sites[(i * 7 + 1) % NSITES]};
+	enum np_strategy strat = n == 1 && i % 4 == 2 ? NP_STRATEGY_TRAP : NP_STRATEGY_AUTO;
+	struct e2e_counter c[2];
+	struct np_probe *p[2] = {NULL, NULL};
+
+	memset(c, 0, sizeof c);
+	for (int k = 0; k < n; k++) {
+		struct np_probe_opts o = e2e_opts(e2e_count, &c[k], strat);
+
+		c[k].addr = (uintptr_t)(s[k]->fn + s[k]->off);
+		p[k] = np_probe_attach(s[k]->fn + s[k]->off, &o);
+		if (!p[k] && errno == EAGAIN) {
+			st->eagain++;
+		} else if (!p[k]) {
+			if (!st->failures++)
+				fprintf(stderr, "# attach %p: %s; log: %s\n", s[k]->fn + s[k]->off,
+					strerror(errno), e2e_log_state.last);
+		} else {
+			st->attaches++;
+			if (np_probe_strategy(p[k]) == NP_STRATEGY_JUMP)
+				st->jump++;
+			else
+				st->trap++;
+		}
+	}
+	wait_for_hits(c, n);
+	for (int j = 0; j < n; j++) {
+		int k = i & 2 ? n - 1 - j : j;
+
+		if (!p[k])
+			continue;
+		if (np_probe_detach(p[k]) != 0) {
+			st->failures++;
+			np_probe_free(p[k]);
+			continue;
+		}
+		uint64_t hits = np_probe_hits(p[k]);
+		if (hits != __atomic_load_n(&c[k].hits, __ATOMIC_RELAXED) || c[k].bad_pc) {
+			char b1[64], b2[64];
+
+			if (!st->miscounts++)
+				fprintf(stderr, "# %s: np_probe_hits %" PRIu64 ", handler %" PRIu64
+					", %" PRIu64 " with wrong pc (last %s)\n", site_name(c[k].addr, b1),
+					hits, c[k].hits, c[k].bad_pc, site_name(c[k].last_bad_pc, b2));
+		}
+		st->hits += hits;
+		np_probe_free(p[k]);
+	}
+	for (int k = 0; k < n; k++)
+		if (!bytes_restored(s[k]) && !st->corrupted++)
+			fprintf(stderr, "# bytes at %p differ after detach\n", (void *)s[k]->fn);
+}
+
+TEST(asm_targets_have_the_expected_layout)
+{
+	static const uint8_t short_bytes[10] = {0x53, 0x48, 0x89, 0xfb, 0x48,
+						0x8d, 0x43, 0x01, 0x5b, 0xc3};
+
+	CHECK(memcmp(t_short, short_bytes, sizeof short_bytes) == 0);
+	CHECK_EQ(t_ret1[0], 0xc3);
+	CHECK_EQ(t_ret1_caller[3], 0xe8);
+	CHECK_EQ(CALL2(t_loopy, 3, 5), 15);
+	CHECK_EQ(CALL2(t_rip, 1, 0), 0x1234568);
+}
+
+TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
+{
+	const char *env = getenv("NP_TORTURE_CYCLES");
+	unsigned long cycles = env ? strtoul(env, NULL, 0) : 10000;
+	int nworkers = 2 * e2e_ncpus();
+	pthread_t *w;
+	struct stats st = {0};
+	const char *secs = getenv("NP_TORTURE_SECONDS");
+	double start = now(), deadline = start + (secs ? atof(secs) : 30.0);
+	unsigned long i;
+
+	if (nworkers < 2)
+		nworkers = 2;
+	sites[NSITES - 1].fn = (uint8_t *)(uintptr_t)t_mix;
+	for (size_t k = 0; k < NSITES; k++)
+		memcpy(pristine[k], sites[k].fn, FUNC_BYTES);
+	e2e_log_capture();
+	w = calloc((size_t)nworkers, sizeof *w);
+	stop = 0;
+	for (int k = 0; k < nworkers; k++)
+		CHECK_EQ(pthread_create(&w[k], NULL, worker, (void *)(uintptr_t)(k + 1)), 0);
+
+	/* 'cycles' attach/detach pairs in total; cycles with two probes count two. */
+	for (i = 0; st.attaches + st.failures + st.eagain < cycles; i++) {
+		if (now() > deadline) {
+			printf("# stopping at the time limit after %lu attaches\n", st.attaches);
+			break;
+		}
+		cycle(i, &st);
+	}
+	stop = 1;
+	for (int k = 0; k < nworkers; k++)
+		pthread_join(w[k], NULL);
+	free(w);
+
+	printf("# %d workers, %lu cycles in %.1fs: %lu attached (%lu JUMP, %lu TRAP), "
+	       "%lu EAGAIN, %" PRIu64 " hits, %" PRIu64 " checked calls\n",
+	       nworkers, i, now() - start, st.attaches, st.jump, st.trap, st.eagain, st.hits,
+	       calls);
+	CHECK_EQ(wrong_results, 0);
+	CHECK_EQ(st.failures, 0);
+	CHECK_EQ(st.miscounts, 0);
+	CHECK_EQ(st.corrupted, 0);
+	CHECK(st.attaches >= (st.attaches + st.eagain) / 2); /* EAGAIN stays rare */
+	CHECK(st.hits > 0);
+	for (size_t k = 0; k < NSITES; k++)
+		CHECK(bytes_restored(&sites[k]));
+}
+
+TEST_MAIN()

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * branch_targets() on hand-assembled functions at 0x401000, their jump
+ * tables at 0x402000 in a fake memory. The bytes come from GNU as; the
+ * listings beside them are objdump's.
+ */
+#include "x86_test.h"
+
+#define TABLE 0x402000ull
+
+struct found {
+	uint64_t v[64];
+	size_t n;
+};
+
+static void collect(void *cookie, uint64_t target)
+{
+	struct found *f = cookie;
+
+	if (f->n < sizeof(f->v) / sizeof(f->v[0]))
+		f->v[f->n++] = target;
+}
+
+static bool has(const struct found *f, uint64_t target)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->v[i] == target)
+			return true;
+	return false;
+}
+
+static struct fake_mem mem;
+
+static int scan(const uint8_t *code, size_t len, struct found *f)
+{
+	struct np_mem ops = fake_mem_ops(&mem);
+
+	memset(f, 0, sizeof(*f));
+	return ISA->branch_targets(code, len, PC, &ops, collect, f);
+}
+
+/* gcc -fPIE: switch (x) { case 0..3 } */
+static const uint8_t pie[] = {
+	0xf3, 0x0f, 0x1e, 0xfa,                   /* 401000 endbr64 */
+	0x83, 0xff, 0x03,                         /* 401004 cmp $0x3,%edi */
+	0x77, 0x2b,                               /* 401007 ja 0x401034 */
+	0x89, 0xff,                               /* 401009 mov %edi,%edi */
+	0x48, 0x8d, 0x15, 0xee, 0x0f, 0x00, 0x00, /* 40100b lea 0xfee(%rip),%rdx # 0x402000 */
+	0x48, 0x63, 0x04, 0xba,                   /* 401012 movslq (%rdx,%rdi,4),%rax */
+	0x48, 0x01, 0xd0,                         /* 401016 add %rdx,%rax */
+	0x3e, 0xff, 0xe0,                         /* 401019 notrack jmp *%rax */
+	0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3,       /* 40101c mov $0xa,%eax; ret */
+	0xb8, 0x0b, 0x00, 0x00, 0x00, 0xc3,       /* 401022 mov $0xb,%eax; ret */
+	0xb8, 0x0c, 0x00, 0x00, 0x00, 0xc3,       /* 401028 mov $0xc,%eax; ret */
+	0xb8, 0x0d, 0x00, 0x00, 0x00, 0xc3,       /* 40102e mov $0xd,%eax; ret */
+	0x31, 0xc0, 0xc3,                         /* 401034 xor %eax,%eax; ret */
+};
+
+static void pie_table(void)
+{
+	fake_mem_init(&mem, TABLE);
+	fake_put32(&mem, TABLE + 0, 0xfffff01c); /* 0x40101c - TABLE */
+	fake_put32(&mem, TABLE + 4, 0xfffff022);
+	fake_put32(&mem, TABLE + 8, 0xfffff028);
+	fake_put32(&mem, TABLE + 12, 0xfffff02e);
+	fake_put32(&mem, TABLE + 16, 0x00000100); /* past the bound: not an entry */
+}
+
+TEST(pie_jump_table_entries_are_branch_targets)
+{
+	struct found f;
+
+	pie_table();
+	CHECK_EQ(scan(pie, sizeof(pie), &f), 0);
+	CHECK_EQ(f.n, 5);
+	CHECK(has(&f, 0x401034)); /* ja default */
+	CHECK(has(&f, 0x40101c) && has(&f, 0x401022) && has(&f, 0x401028) && has(&f, 0x40102e));
+	CHECK(!has(&f, TABLE + 0x100));
+}
+
+/* clang -fPIE: the index is a copy, the bound is jae (4 entries). */
+TEST(clang_pie_table_bounded_by_jae_has_n_entries)
+{
+	static const uint8_t clang[] = {
+		0x89, 0xf8,                               /* 401000 mov %edi,%eax */
+		0x83, 0xf8, 0x04,                         /* 401002 cmp $0x4,%eax */
+		0x73, 0x28,                               /* 401005 jae 0x40102f */
+		0x48, 0x8d, 0x0d, 0xf2, 0x0f, 0x00, 0x00, /* 401007 lea 0xff2(%rip),%rcx */
+		0x48, 0x63, 0x04, 0x81,                   /* 40100e movslq (%rcx,%rax,4),%rax */
+		0x48, 0x01, 0xc8,                         /* 401012 add %rcx,%rax */
+		0xff, 0xe0,                               /* 401015 jmp *%rax */
+		0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3,       /* 401017 mov $0xa,%eax; ret */
+		0xb8, 0x0b, 0x00, 0x00, 0x00, 0xc3,       /* 40101d */
+		0xb8, 0x0c, 0x00, 0x00, 0x00, 0xc3,       /* 401023 */
+		0xb8, 0x0d, 0x00, 0x00, 0x00, 0xc3,       /* 401029 */
+		0x31, 0xc0, 0xc3,                         /* 40102f xor %eax,%eax; ret */
+	};
+	struct found f;
+
+	fake_mem_init(&mem, TABLE);
+	fake_put32(&mem, TABLE + 0, 0xfffff017);
+	fake_put32(&mem, TABLE + 4, 0xfffff01d);
+	fake_put32(&mem, TABLE + 8, 0xfffff023);
+	fake_put32(&mem, TABLE + 12, 0xfffff029);
+	fake_put32(&mem, TABLE + 16, 0x00000100);
+	CHECK_EQ(scan(clang, sizeof(clang), &f), 0);
+	CHECK_EQ(f.n, 5);
+	CHECK(has(&f, 0x40102f) && has(&f, 0x401017) && has(&f, 0x401029));
+	CHECK(!has(&f, TABLE + 0x100));
+}
+
+/* gcc -fno-PIE: jmp *TABLE(,%rax,8), absolute entries. */
+static const uint8_t nopie[] = {
+	0x83, 0xff, 0x02,                         /* 401000 cmp $0x2,%edi */
+	0x77, 0x1b,                               /* 401003 ja 0x401020 */
+	0x89, 0xf8,                               /* 401005 mov %edi,%eax */
+	0xff, 0x24, 0xc5, 0x00, 0x20, 0x40, 0x00, /* 401007 jmp *0x402000(,%rax,8) */
+	0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3,       /* 40100e mov $0x1,%eax; ret */
+	0xb8, 0x02, 0x00, 0x00, 0x00, 0xc3,       /* 401014 */
+	0xb8, 0x03, 0x00, 0x00, 0x00, 0xc3,       /* 40101a */
+	0x31, 0xc0, 0xc3,                         /* 401020 xor %eax,%eax; ret */
+};
+
+TEST(non_pie_jump_table_entries_are_absolute_addresses)
+{
+	struct found f;
+
+	fake_mem_init(&mem, TABLE);
+	fake_put64(&mem, TABLE + 0, 0x40100e);
+	fake_put64(&mem, TABLE + 8, 0x401014);
+	fake_put64(&mem, TABLE + 16, 0x40101a);
+	fake_put64(&mem, TABLE + 24, 0x999999);
+	CHECK_EQ(scan(nopie, sizeof(nopie), &f), 0);
+	CHECK_EQ(f.n, 4);
+	CHECK(has(&f, 0x401020) && has(&f, 0x40100e) && has(&f, 0x401014) && has(&f, 0x40101a));
+	CHECK(!has(&f, 0x999999));
+}
+
+/* Each mutation of the PIE function breaks one link of the proof. */
+static int scan_pie_with(size_t at, const uint8_t *bytes, size_t n, struct found *f)
+{
+	uint8_t code[sizeof(pie)];
+
+	memcpy(code, pie, sizeof(pie));
+	memcpy(code + at, bytes, n);
+	pie_table();
+	return scan(code, sizeof(code), f);
+}
+
+TEST(table_index_written_after_the_bounds_check_is_unresolved)
+{
+	struct found f;
+
+	CHECK_EQ(scan_pie_with(9, (const uint8_t[]){0xff, 0xc7}, 2, &f), 1); /* inc %edi */
+	CHECK(!has(&f, 0x40101c));
+}
+
+TEST(bounds_check_on_another_register_is_unresolved)
+{
+	struct found f;
+
+	CHECK_EQ(scan_pie_with(4, (const uint8_t[]){0x83, 0xfe, 0x03}, 3, &f), 1); /* cmp $3,%esi */
+}
+
+TEST(bounds_check_behind_a_jmp_does_not_count)
+{
+	struct found f;
+
+	CHECK_EQ(scan_pie_with(9, (const uint8_t[]){0xeb, 0x00}, 2, &f), 1); /* jmp .+2 */
+}
+
+TEST(unreadable_table_is_unresolved)
+{
+	struct np_mem ops;
+	struct found f = {0};
+
+	fake_mem_init(&mem, 0x10000); /* the table is not in it */
+	ops = fake_mem_ops(&mem);
+	CHECK_EQ(ISA->branch_targets(pie, sizeof(pie), PC, &ops, collect, &f), 1);
+	CHECK_EQ(ISA->branch_targets(pie, sizeof(pie), PC, NULL, collect, &f), 1);
+}
+
+TEST(indirect_jump_without_a_table_is_unresolved)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8b, 0x07, /* mov (%rdi),%rax */
+		0xff, 0xe0,       /* jmp *%rax */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK_EQ(f.n, 0);
+}
+
+TEST(indirect_call_is_not_an_unresolved_jump)
+{
+	static const uint8_t code[] = {0xff, 0xd0, 0xc3}; /* call *%rax; ret */
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 0);
+}
+
+TEST(tail_call_through_a_slot_outside_the_function_is_resolved)
+{
+	static const uint8_t code[] = {0xff, 0x25, 0xfa, 0x0f, 0x00, 0x00}; /* jmp *0xffa(%rip) */
+	struct found f;
+
+	fake_mem_init(&mem, TABLE);
+	fake_put64(&mem, TABLE, 0x7f0000001000ull); /* the slot, at 0x402000 */
+	CHECK_EQ(scan(code, sizeof(code), &f), 0);
+	CHECK(has(&f, 0x7f0000001000ull));
+}
+
+TEST(slot_holding_a_label_of_the_function_is_unresolved)
+{
+	static const uint8_t code[] = {0x90, 0x90, 0xff, 0x25, 0xf8, 0x0f, 0x00, 0x00};
+	struct found f;
+
+	fake_mem_init(&mem, TABLE);
+	fake_put64(&mem, TABLE, PC + 1); /* goto *label: may hold any label */
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+}
+
+TEST(undecodable_run_counts_once_and_the_sweep_resumes)
+{
+	static const uint8_t code[] = {
+		0x06, 0x06, 0x06, /* invalid in 64-bit mode */
+		0xeb, 0x00,       /* 401003 jmp 0x401005 */
+		0xc3,
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK(has(&f, 0x401005));
+}
+
+TEST(direct_jumps_and_calls_report_their_targets)
+{
+	static const uint8_t code[] = {
+		0x74, 0x05,                   /* 401000 je 0x401007 */
+		0xe8, 0xf9, 0xff, 0xff, 0xff, /* 401002 call 0x401000 */
+		0xeb, 0xf7,                   /* 401007 jmp 0x401000 */
+		0xe3, 0x00,                   /* 401009 jrcxz 0x40100b */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 0);
+	CHECK_EQ(f.n, 4);
+	CHECK(f.v[0] == 0x401007 && f.v[1] == 0x401000 && f.v[2] == 0x401000 &&
+	      f.v[3] == 0x40100b);
+}
+
+TEST_MAIN()

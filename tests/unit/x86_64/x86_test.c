@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "x86_test.h"
+
+static int fake_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	struct fake_mem *m = cookie;
+
+	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
+	    len > sizeof(m->buf) - (addr - m->base))
+		return -EFAULT;
+	memcpy(dst, m->buf + (addr - m->base), len);
+	return 0;
+}
+
+static int fake_write(void *cookie, uint64_t addr, const void *src, size_t len)
+{
+	struct fake_mem *m = cookie;
+
+	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
+	    len > sizeof(m->buf) - (addr - m->base))
+		return -EFAULT;
+	memcpy(m->buf + (addr - m->base), src, len);
+	return 0;
+}
+
+void fake_mem_init(struct fake_mem *m, uint64_t base)
+{
+	memset(m, 0, sizeof(*m));
+	m->base = base;
+}
+
+struct np_mem fake_mem_ops(struct fake_mem *m)
+{
+	return (struct np_mem){fake_read, fake_write, m};
+}
+
+void fake_put64(struct fake_mem *m, uint64_t addr, uint64_t v)
+{
+	CHECK(fake_write(m, addr, &v, 8) == 0);
+}
+
+void fake_put32(struct fake_mem *m, uint64_t addr, uint32_t v)
+{
+	CHECK(fake_write(m, addr, &v, 4) == 0);
+}
+
+uint64_t fake_get64(const struct fake_mem *m, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	CHECK(fake_read((void *)m, addr, &v, 8) == 0);
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct targets {
+	uint64_t v[64];
+	size_t n;
+};
+
+static void add(struct targets *t, uint64_t v)
+{
+	if (t->n < sizeof(t->v) / sizeof(t->v[0]))
+		t->v[t->n++] = v;
+}
+
+static void original_targets(const uint8_t *src, size_t len, uint64_t pc, struct targets *t)
+{
+	for (size_t off = 0; off < len;) {
+		struct np_insn in;
+
+		if (ISA->decode(src + off, len - off, pc + off, &in))
+			return;
+		if (in.flags & (NP_INSN_BRANCH | NP_INSN_PCREL))
+			add(t, in.target);
+		off += in.len;
+	}
+}
+
+static const uint8_t abs_jmp[6] = {0xff, 0x25, 0, 0, 0, 0}; /* jmp *0(%rip) */
+
+/* Targets of the output outside [pc, pc + len]: the end is inside too,
+ * since a skip over the last instruction lands there. */
+static void output_targets(const uint8_t *out, size_t len, uint64_t pc, struct targets *t)
+{
+	for (size_t off = 0; off < len;) {
+		struct np_insn in;
+		uint64_t to;
+
+		if (len - off >= 14 && memcmp(out + off, abs_jmp, 6) == 0) {
+			memcpy(&to, out + off + 6, 8);
+			add(t, to);
+			off += 14;
+			continue;
+		}
+		if (ISA->decode(out + off, len - off, pc + off, &in)) {
+			CHECK(!"relocated output decodes");
+			return;
+		}
+		if ((in.flags & (NP_INSN_BRANCH | NP_INSN_PCREL)) &&
+		    (in.target < pc || in.target > pc + len))
+			add(t, in.target);
+		off += in.len;
+	}
+}
+
+int x86_roundtrip(const uint8_t *src, size_t len, uint64_t src_pc, uint64_t dst_pc,
+		  uint64_t resume_pc, uint8_t *out, size_t out_cap)
+{
+	uint8_t buf[512];
+	struct np_reloc r = {src, len, src_pc, buf, sizeof(buf), dst_pc, resume_pc};
+	struct targets want = {0}, got = {0};
+	int n = ISA->relocate(&r);
+
+	if (n < 0)
+		return n;
+	original_targets(src, len, src_pc, &want);
+	if (resume_pc)
+		add(&want, resume_pc);
+	output_targets(buf, (size_t)n, dst_pc, &got);
+	CHECK_EQ(got.n, want.n);
+	for (size_t i = 0; i < want.n && i < got.n; i++)
+		CHECK_EQ(got.v[i], want.v[i]);
+	if (out)
+		memcpy(out, buf, (size_t)n < out_cap ? (size_t)n : out_cap);
+	return n;
+}
