@@ -41,8 +41,9 @@ bench: build
 
 install: deps
 	$(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
-	  --buildtype=release --wipe >/dev/null 2>&1 || \
-	  $(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib --buildtype=release
+	  --buildtype=release -Dtests=false --wipe >/dev/null 2>&1 || \
+	  $(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
+	  --buildtype=release -Dtests=false
 	ninja -C $(BUILD)-install
 	$(MESON) install -C $(BUILD)-install --quiet
 

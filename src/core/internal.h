@@ -175,6 +175,7 @@ int np_site_publish(struct np_site *site);
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_set(struct np_region *region, bool present);
+int np_trap_table_forward(uint64_t addr, struct np_region *to);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
 

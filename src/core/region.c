@@ -101,14 +101,20 @@ static void adopt_sites(struct np_region *r)
 	}
 }
 
-/* Regions inside [r->start, r->end) that r replaces. */
+/* Regions inside [r->start, r->end) that r replaces. A thread may have
+ * trapped on one of their breakpoints just before r's jump covered it: its
+ * address keeps leading into r (see trap.c) for as long as r lives. */
 static void drop_absorbed(struct np_region *r)
 {
-	struct np_region *o;
-	while ((o = np_region_overlapping(r->start, r->end)) && o != r) {
-		unlink_region(o);
-		if (o->strategy == NP_STRATEGY_TRAP)
-			np_trap_table_set(o, false);
+	struct np_region **pp = &np_regions;
+	while (*pp) {
+		struct np_region *o = *pp;
+		if (o == r || o->start >= r->end || o->end <= r->start) {
+			pp = &o->next;
+			continue;
+		}
+		*pp = o->next;
+		np_trap_table_forward(o->start, r);
 		np_codemem_retire(o->tramp, o->tramp_len);
 		np_trap_defer_free(o);
 	}

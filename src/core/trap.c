@@ -83,28 +83,64 @@ struct np_region *np_trap_lookup(uint64_t addr)
 	return lookup(atomic_load_explicit(&table, memory_order_acquire), addr);
 }
 
-int np_trap_table_set(struct np_region *r, bool present)
+/* A copy of the table without r's entries, plus (addr -> r) if addr. */
+static int table_update(struct np_region *r, uint64_t addr)
 {
 	struct trap_table *old = atomic_load(&table);
 	size_t n = old ? old->n : 0, j = 0;
 	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
 	if (!t)
 		return -ENOMEM;
-	bool placed = false;
+	bool placed = !addr;
 	for (size_t i = 0; i < n; i++) {
-		if (old->e[i].addr == r->start)
+		if (old->e[i].region == r || old->e[i].addr == addr)
 			continue; /* replaced or removed */
-		if (present && !placed && old->e[i].addr > r->start) {
-			t->e[j++] = (struct trap_entry){r->start, r};
+		if (!placed && old->e[i].addr > addr) {
+			t->e[j++] = (struct trap_entry){addr, r};
 			placed = true;
 		}
 		t->e[j++] = old->e[i];
 	}
-	if (present && !placed)
-		t->e[j++] = (struct trap_entry){r->start, r};
+	if (!placed)
+		t->e[j++] = (struct trap_entry){addr, r};
 	t->n = j;
 	atomic_store_explicit(&table, t, memory_order_seq_cst);
 	np_trap_defer_free(old);
+	return 0;
+}
+
+/* present: r's breakpoint at r->start is live; else drop all r's entries. */
+int np_trap_table_set(struct np_region *r, bool present)
+{
+	return table_update(r, present ? r->start : 0);
+}
+
+/* A breakpoint of a region that r absorbed: a thread that trapped on it
+ * just before the merge must go to r's block for that address, since the
+ * byte now lies inside r's jump. */
+int np_trap_table_forward(uint64_t addr, struct np_region *r)
+{
+	struct trap_table *cur = atomic_load(&table);
+	size_t n = cur ? cur->n : 0;
+	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
+	if (!t)
+		return -ENOMEM;
+	size_t j = 0;
+	bool placed = false;
+	for (size_t i = 0; i < n; i++) {
+		if (cur->e[i].addr == addr)
+			continue;
+		if (!placed && cur->e[i].addr > addr) {
+			t->e[j++] = (struct trap_entry){addr, r};
+			placed = true;
+		}
+		t->e[j++] = cur->e[i];
+	}
+	if (!placed)
+		t->e[j++] = (struct trap_entry){addr, r};
+	t->n = j;
+	atomic_store_explicit(&table, t, memory_order_seq_cst);
+	np_trap_defer_free(cur);
 	return 0;
 }
 
@@ -124,14 +160,24 @@ static int mem_write(void *cookie, uint64_t addr, const void *src, size_t len)
 
 static const struct np_mem self_mem = {mem_read, mem_write, NULL};
 
-static void trap_hit(struct np_region *r, ucontext_t *uc)
+/* Where in r's trampoline the instruction at addr starts. */
+static uint64_t tramp_at(const struct np_region *r, uint64_t addr)
+{
+	for (unsigned i = 0; i < r->ninsn; i++)
+		if (r->insn[i].pc == addr)
+			return r->tramp + r->tramp_off[i];
+	return r->tramp + r->tramp_off[0];
+}
+
+static void trap_hit(struct np_region *r, uint64_t at, ucontext_t *uc)
 {
 	struct np_ctx ctx = {.site = r->sites[0], .kind = NP_CTX_ENTRY};
 
 	np_host_regs_from_uc(&ctx.regs, uc);
 	if (r->strategy == NP_STRATEGY_JUMP || !ctx.site) {
-		/* a JUMP patch in the making: its trampoline is ready */
-		ctx.regs.pc = r->tramp + r->tramp_off[0];
+		/* a JUMP patch in the making, or merged over this breakpoint:
+		 * the trampoline is ready */
+		ctx.regs.pc = tramp_at(r, at);
 		np_host_regs_to_uc(&ctx.regs, uc);
 		return;
 	}
@@ -176,7 +222,7 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 	np_host_isa->emit_trap(trap);
 
 	if (r) {
-		trap_hit(r, uc);
+		trap_hit(r, at, uc);
 	} else if (memcpy(cur, (const void *)at, np_host_isa->trap_len),
 		   memcmp(cur, trap, np_host_isa->trap_len) != 0) {
 		regs.pc = at; /* our breakpoint, already removed: run the original */

@@ -19,8 +19,10 @@
 #include <errno.h>
 #include <string.h>
 
-#define SCAN_BUDGET 20000 /* instructions */
-#define SEEN_SLOTS 8192   /* power of two */
+#define SCAN_BUDGET 4096 /* instructions */
+#define SEEN_SLOTS 8192  /* power of two */
+/* Each instruction scanned fills one slot: a full table never ends mark(). */
+_Static_assert(SCAN_BUDGET < SEEN_SLOTS, "the budget must run out before the table fills");
 
 struct scan {
 	const struct np_mem *mem;
@@ -42,9 +44,10 @@ static bool mark(struct scan *s, uint64_t pc)
 	}
 }
 
+/* pc 0 (a null slot) is unknown code: mark() takes 0 for an empty slot. */
 static bool push(struct scan *s, uint64_t pc)
 {
-	if (s->ntodo == sizeof(s->todo) / sizeof(s->todo[0]))
+	if (pc == 0 || s->ntodo == sizeof(s->todo) / sizeof(s->todo[0]))
 		return false;
 	s->todo[s->ntodo++] = pc;
 	return true;

@@ -1,0 +1,19 @@
+#!/bin/sh
+# make install PREFIX=DIR, then build and run a program against the result
+# with pkg-config alone, shared and static.
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+make -C "$src" --no-print-directory install PREFIX="$work/prefix" BUILD="$work/build" >"$work/log" 2>&1 ||
+	{ cat "$work/log"; exit 1; }
+for f in include/nanoprobe/nanoprobe.h lib/libnanoprobe.so lib/libnanoprobe.a lib/pkgconfig/nanoprobe.pc; do
+	[ -e "$work/prefix/$f" ] || { echo "missing after install: $f"; exit 1; }
+done
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+cc "$src/tests/install/consumer.c" -o "$work/shared" $(pkg-config --cflags --libs nanoprobe)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/shared"
+cc "$src/tests/install/consumer.c" -o "$work/static" $(pkg-config --cflags nanoprobe) \
+	"$work/prefix/lib/libnanoprobe.a" $(pkg-config --static --libs-only-l nanoprobe | sed 's/-lnanoprobe//')
+"$work/static"
+echo "1 passed, 0 failed"
