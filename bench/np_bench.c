@@ -119,6 +119,24 @@ static void run(const struct row *r, int idx, long n)
 	}
 }
 
+/* Control-path cost: attach then detach one probe, single-threaded. */
+static void attach_cost(int rounds)
+{
+	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = count, .data = &counter);
+	double t0 = now_ns();
+	for (int i = 0; i < rounds; i++) {
+		struct np_probe *p = np_probe_attach((void *)np_bench_nop5, &o);
+		if (!p)
+			return;
+		np_probe_free(p);
+	}
+	double us = (now_ns() - t0) / rounds / 1000.0;
+	if (json)
+		printf("{\"bench\":\"attach+detach\",\"us_per_pair\":%.1f}\n", us);
+	else
+		printf("attach+detach (jump, 1 thread): %.1f us per pair\n", us);
+}
+
 int main(int argc, char **argv)
 {
 	long n = 20 * 1000 * 1000;
@@ -152,5 +170,6 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]) - (mid ? 1 : 0); i++)
 			run(&rows[i], t, n);
 	}
+	attach_cost(1000);
 	return 0;
 }
