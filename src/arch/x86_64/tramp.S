@@ -38,6 +38,12 @@
 	pop %r12; pop %r13; pop %r14; pop %r15
 
 #define IMM32(name) .globl name; .hidden name; name: .long 0
+/* XRSTOR faults unless the reserved bytes of the XSAVE header (at 512) are
+ * zero, and neither XSAVE nor XSAVEC writes them all. */
+#define ZERO_XSAVE_HEADER \
+	movq $0, 512(%rsp); movq $0, 520(%rsp); movq $0, 528(%rsp); movq $0, 536(%rsp); \
+	movq $0, 544(%rsp); movq $0, 552(%rsp); movq $0, 560(%rsp); movq $0, 568(%rsp)
+
 #define TEMPLATE(name) .globl name##_begin, name##_end; .hidden name##_begin, name##_end; name##_begin:
 #define END(name) name##_end:
 
@@ -115,14 +121,7 @@ TEMPLATE(np_x86_xsave)
 	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
 	IMM32(np_x86_xsave_size)
 	and $-64, %rsp
-	movq $0, 512(%rsp)		/* XRSTOR wants a clean XSAVE header */
-	movq $0, 520(%rsp)
-	movq $0, 528(%rsp)
-	movq $0, 536(%rsp)
-	movq $0, 544(%rsp)
-	movq $0, 552(%rsp)
-	movq $0, 560(%rsp)
-	movq $0, 568(%rsp)
+	ZERO_XSAVE_HEADER
 	.byte 0xb8			/* mov $mask, %eax */
 	IMM32(np_x86_xsave_mask)
 	xor %edx, %edx
@@ -136,12 +135,7 @@ TEMPLATE(np_x86_xsavec)
 	.byte 0x48, 0x81, 0xec
 	IMM32(np_x86_xsavec_size)
 	and $-64, %rsp
-	movq $0, 528(%rsp)
-	movq $0, 536(%rsp)
-	movq $0, 544(%rsp)
-	movq $0, 552(%rsp)
-	movq $0, 560(%rsp)
-	movq $0, 568(%rsp)
+	ZERO_XSAVE_HEADER
 	.byte 0xb8
 	IMM32(np_x86_xsavec_mask)
 	xor %edx, %edx
@@ -298,20 +292,38 @@ END(np_x86_redirect)
  * registers are dead at a return and left out of ctx. np__ret_dispatch
  * puts the real return address in regs.pc; we go there through the TLS
  * slot, like the redirect routine (this template is copied the same way). */
-TEMPLATE(np_x86_ret_tramp)
-	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
-	push %rbp
-	lea -8(%rsp), %rsp		/* rsp */
-	push %rbx; push %rdx
-	lea -8(%rsp), %rsp		/* rcx: dead */
-	push %rax
-	lea -16(%rsp), %rsp
-	lea 288(%rsp), %rax
-	mov %rax, 48(%rsp)
-	movq $0, (%rsp)
-	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
-	mov %rsp, %rbx
+/* The two return trampolines share everything but the vector save. */
+#define RET_TRAMP_SAVE \
+	lea -224(%rsp), %rsp;		/* flags, pc, gpr[16..31], r15..rsi: dead */ \
+	push %rbp; \
+	lea -8(%rsp), %rsp;		/* rsp */ \
+	push %rbx; push %rdx; \
+	lea -8(%rsp), %rsp;		/* rcx: dead */ \
+	push %rax; \
+	lea -16(%rsp), %rsp; \
+	lea 288(%rsp), %rax; \
+	mov %rax, 48(%rsp); \
+	movq $0, (%rsp); \
+	movq $0x201, 8(%rsp);		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */ \
+	mov %rsp, %rbx; \
 	and $-16, %rsp
+
+/* Leave through the TLS slot, like np_x86_redirect (same patching). */
+#define RET_TRAMP_LEAVE(name) \
+	mov %rbx, %rsp; \
+	mov 272(%rsp), %rax;		/* the real return address */ \
+	.byte 0x64, 0x48, 0x89, 0x04, 0x25;	/* mov %rax, %fs:disp32 */ \
+	IMM32(name##_tls_a); \
+	mov 16(%rsp), %rax; \
+	mov 32(%rsp), %rdx; \
+	mov 40(%rsp), %rbx; \
+	mov 56(%rsp), %rbp; \
+	mov 48(%rsp), %rsp; \
+	.byte 0x64, 0xff, 0x24, 0x25;		/* jmp *%fs:disp32 */ \
+	IMM32(name##_tls_b)
+
+TEMPLATE(np_x86_ret_tramp)
+	RET_TRAMP_SAVE
 	lea -32(%rsp), %rsp
 	movaps %xmm0, 0(%rsp)
 	movaps %xmm1, 16(%rsp)
@@ -320,49 +332,18 @@ TEMPLATE(np_x86_ret_tramp)
 	call *%rax
 	movaps 0(%rsp), %xmm0
 	movaps 16(%rsp), %xmm1
-	mov %rbx, %rsp
-	mov 272(%rsp), %rax		/* the real return address */
-	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
-	.globl np_x86_ret_tramp_tls_a; .hidden np_x86_ret_tramp_tls_a
-np_x86_ret_tramp_tls_a: .long 0
-	mov 16(%rsp), %rax
-	mov 32(%rsp), %rdx
-	mov 40(%rsp), %rbx
-	mov 56(%rsp), %rbp
-	mov 48(%rsp), %rsp
-	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
-	.globl np_x86_ret_tramp_tls_b; .hidden np_x86_ret_tramp_tls_b
-np_x86_ret_tramp_tls_b: .long 0
+	RET_TRAMP_LEAVE(np_x86_ret_tramp)
 END(np_x86_ret_tramp)
 
 /* The same, saving the whole extended state for handlers that may touch
- * vector registers (the default; see np_x86_xsave). */
+ * vector registers (see np_x86_xsave). */
 TEMPLATE(np_x86_ret_tramp_fpu)
-	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
-	push %rbp
-	lea -8(%rsp), %rsp		/* rsp */
-	push %rbx; push %rdx
-	lea -8(%rsp), %rsp		/* rcx: dead */
-	push %rax
-	lea -16(%rsp), %rsp
-	lea 288(%rsp), %rax
-	mov %rax, 48(%rsp)
-	movq $0, (%rsp)
-	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
-	mov %rsp, %rbx
-	and $-16, %rsp
+	RET_TRAMP_SAVE
 	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
 	IMM32(np_x86_ret_tramp_fpu_size)
 	and $-64, %rsp
-	movq $0, 512(%rsp)
-	movq $0, 520(%rsp)
-	movq $0, 528(%rsp)
-	movq $0, 536(%rsp)
-	movq $0, 544(%rsp)
-	movq $0, 552(%rsp)
-	movq $0, 560(%rsp)
-	movq $0, 568(%rsp)
-	.byte 0xb8
+	ZERO_XSAVE_HEADER
+	.byte 0xb8			/* mov $mask, %eax */
 	IMM32(np_x86_ret_tramp_fpu_mask)
 	xor %edx, %edx
 	xsave64 (%rsp)
@@ -373,19 +354,7 @@ TEMPLATE(np_x86_ret_tramp_fpu)
 	IMM32(np_x86_ret_tramp_fpu_mask2)
 	xor %edx, %edx
 	xrstor64 (%rsp)
-	mov %rbx, %rsp
-	mov 272(%rsp), %rax		/* the real return address */
-	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
-	.globl np_x86_ret_tramp_fpu_tls_a; .hidden np_x86_ret_tramp_fpu_tls_a
-np_x86_ret_tramp_fpu_tls_a: .long 0
-	mov 16(%rsp), %rax
-	mov 32(%rsp), %rdx
-	mov 40(%rsp), %rbx
-	mov 56(%rsp), %rbp
-	mov 48(%rsp), %rsp
-	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
-	.globl np_x86_ret_tramp_fpu_tls_b; .hidden np_x86_ret_tramp_fpu_tls_b
-np_x86_ret_tramp_fpu_tls_b: .long 0
+	RET_TRAMP_LEAVE(np_x86_ret_tramp_fpu)
 END(np_x86_ret_tramp_fpu)
 
 	.section .note.GNU-stack,"",@progbits
