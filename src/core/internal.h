@@ -167,6 +167,8 @@ struct np_site *np_site_new(uint64_t addr);
 void np_site_release(struct np_site *site);
 struct np_region *np_region_find(uint64_t addr);       /* start <= addr < end */
 struct np_region *np_region_overlapping(uint64_t start, uint64_t end);
+/* Which of r's displaced instructions starts at pc, or -1. */
+int np_region_insn_index(const struct np_region *r, uint64_t pc);
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who);
 int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
@@ -174,8 +176,9 @@ int np_site_publish(struct np_site *site);
 
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
-int np_trap_table_set(struct np_region *region, bool present);
-int np_trap_table_forward(uint64_t addr, struct np_region *to);
+int np_trap_table_put(uint64_t addr, struct np_region *region);
+int np_trap_table_drop(uint64_t addr);
+int np_trap_table_move(const struct np_region *from, struct np_region *to);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
 

@@ -180,10 +180,8 @@ struct patch_map {
 static uint64_t to_trampoline(void *cookie, uint64_t pc)
 {
 	const struct np_region *r = cookie;
-	for (unsigned i = 0; i < r->ninsn; i++)
-		if (r->insn[i].pc == pc)
-			return r->tramp + r->tramp_off[i];
-	return pc;
+	int i = np_region_insn_index(r, pc);
+	return i < 0 ? pc : r->tramp + r->tramp_off[i];
 }
 
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)

@@ -35,7 +35,7 @@ struct np_region *np_region_overlapping(uint64_t start, uint64_t end)
 	return best;
 }
 
-static int insn_index(const struct np_region *r, uint64_t addr)
+int np_region_insn_index(const struct np_region *r, uint64_t addr)
 {
 	for (unsigned i = 0; i < r->ninsn; i++)
 		if (r->insn[i].pc == addr)
@@ -82,11 +82,11 @@ static int patch_jump(struct np_region *r, bool move_threads)
 	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
 	if (err < 0)
 		return err;
-	if ((err = np_trap_table_set(r, true)))
+	if ((err = np_trap_table_put(r->start, r)))
 		return err;
 	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
 	memcpy(r->patch, jmp, np_host_isa->jump_len);
-	np_trap_table_set(r, false);
+	np_trap_table_drop(r->start);
 	return err;
 }
 
@@ -114,7 +114,8 @@ static void drop_absorbed(struct np_region *r)
 			continue;
 		}
 		*pp = o->next;
-		np_trap_table_forward(o->start, r);
+		np_trap_table_move(o, r);
+		np_trap_table_put(o->start, r);
 		np_codemem_retire(o->tramp, o->tramp_len);
 		np_trap_defer_free(o);
 	}
@@ -180,9 +181,9 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return err;
 	}
 	np_host_isa->emit_trap(trap);
-	if ((err = np_trap_table_set(r, true)) ||
+	if ((err = np_trap_table_put(r->start, r)) ||
 	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
-		np_trap_table_set(r, false);
+		np_trap_table_drop(r->start);
 		free(r);
 		return err;
 	}
@@ -224,7 +225,7 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 /* addr lies in the displaced bytes of a JUMP region: share its trampoline. */
 static int join(struct np_region *r, struct np_site *site, enum np_strategy want, const char *who)
 {
-	int i = insn_index(r, site->addr);
+	int i = np_region_insn_index(r, site->addr);
 	if (i < 0 && r->strategy == NP_STRATEGY_JUMP) {
 		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is not an instruction boundary", who,
 			(unsigned long long)site->addr);
@@ -285,14 +286,18 @@ int np_region_refresh(struct np_region *r)
 
 static int remove_region(struct np_region *r)
 {
-	int err = np_trap_table_set(r, true);
+	int err = np_trap_table_put(r->start, r);
 	if (!err)
 		err = np_patch_region(r, r->orig, r->strategy == NP_STRATEGY_JUMP ? r->end - r->start
 										   : np_host_isa->trap_len,
 				      false);
-	np_trap_table_set(r, false);
-	if (err)
+	if (err) {
+		/* still patched: a TRAP region keeps its breakpoint's entry */
+		if (r->strategy == NP_STRATEGY_JUMP)
+			np_trap_table_drop(r->start);
 		return err;
+	}
+	np_trap_table_move(r, NULL); /* its start and what it absorbed */
 	unlink_region(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
 	np_trap_defer_free(r); /* a trap handler may still hold it */

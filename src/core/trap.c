@@ -83,65 +83,56 @@ struct np_region *np_trap_lookup(uint64_t addr)
 	return lookup(atomic_load_explicit(&table, memory_order_acquire), addr);
 }
 
-/* A copy of the table without r's entries, plus (addr -> r) if addr. */
-static int table_update(struct np_region *r, uint64_t addr)
+/* Publish a copy of the table where the entry at addr (if any) is gone,
+ * entries of 'from' now lead to 'put' (or are gone when put is NULL), and
+ * (addr -> put) is added when both are given. */
+static int table_edit(uint64_t addr, struct np_region *put, const struct np_region *from)
 {
 	struct trap_table *old = atomic_load(&table);
 	size_t n = old ? old->n : 0, j = 0;
 	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
 	if (!t)
 		return -ENOMEM;
-	bool placed = !addr;
+	bool placed = !(addr && put);
 	for (size_t i = 0; i < n; i++) {
-		if (old->e[i].region == r || old->e[i].addr == addr)
-			continue; /* replaced or removed */
-		if (!placed && old->e[i].addr > addr) {
-			t->e[j++] = (struct trap_entry){addr, r};
+		struct trap_entry e = old->e[i];
+		if ((addr && e.addr == addr) || (from && e.region == from && !put))
+			continue;
+		if (from && e.region == from)
+			e.region = put;
+		if (!placed && e.addr > addr) {
+			t->e[j++] = (struct trap_entry){addr, put};
 			placed = true;
 		}
-		t->e[j++] = old->e[i];
+		t->e[j++] = e;
 	}
 	if (!placed)
-		t->e[j++] = (struct trap_entry){addr, r};
+		t->e[j++] = (struct trap_entry){addr, put};
 	t->n = j;
 	atomic_store_explicit(&table, t, memory_order_seq_cst);
 	np_trap_defer_free(old);
 	return 0;
 }
 
-/* present: r's breakpoint at r->start is live; else drop all r's entries. */
-int np_trap_table_set(struct np_region *r, bool present)
+/* A breakpoint at addr belongs to r: r's own start while it is being
+ * patched, or the start of a region r absorbed (a thread that trapped there
+ * just before the merge must go to r's block for that address, since the
+ * byte now lies inside r's jump). */
+int np_trap_table_put(uint64_t addr, struct np_region *r)
 {
-	return table_update(r, present ? r->start : 0);
+	return table_edit(addr, r, NULL);
 }
 
-/* A breakpoint of a region that r absorbed: a thread that trapped on it
- * just before the merge must go to r's block for that address, since the
- * byte now lies inside r's jump. */
-int np_trap_table_forward(uint64_t addr, struct np_region *r)
+int np_trap_table_drop(uint64_t addr)
 {
-	struct trap_table *cur = atomic_load(&table);
-	size_t n = cur ? cur->n : 0;
-	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
-	if (!t)
-		return -ENOMEM;
-	size_t j = 0;
-	bool placed = false;
-	for (size_t i = 0; i < n; i++) {
-		if (cur->e[i].addr == addr)
-			continue;
-		if (!placed && cur->e[i].addr > addr) {
-			t->e[j++] = (struct trap_entry){addr, r};
-			placed = true;
-		}
-		t->e[j++] = cur->e[i];
-	}
-	if (!placed)
-		t->e[j++] = (struct trap_entry){addr, r};
-	t->n = j;
-	atomic_store_explicit(&table, t, memory_order_seq_cst);
-	np_trap_defer_free(cur);
-	return 0;
+	return table_edit(addr, NULL, NULL);
+}
+
+/* Every breakpoint of 'from' now belongs to 'to' (absorbed), or to nobody
+ * (to == NULL: from is going away). */
+int np_trap_table_move(const struct np_region *from, struct np_region *to)
+{
+	return table_edit(0, to, from);
 }
 
 static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
@@ -160,15 +151,6 @@ static int mem_write(void *cookie, uint64_t addr, const void *src, size_t len)
 
 static const struct np_mem self_mem = {mem_read, mem_write, NULL};
 
-/* Where in r's trampoline the instruction at addr starts. */
-static uint64_t tramp_at(const struct np_region *r, uint64_t addr)
-{
-	for (unsigned i = 0; i < r->ninsn; i++)
-		if (r->insn[i].pc == addr)
-			return r->tramp + r->tramp_off[i];
-	return r->tramp + r->tramp_off[0];
-}
-
 static void trap_hit(struct np_region *r, uint64_t at, ucontext_t *uc)
 {
 	struct np_ctx ctx = {.site = r->sites[0], .kind = NP_CTX_ENTRY};
@@ -177,7 +159,8 @@ static void trap_hit(struct np_region *r, uint64_t at, ucontext_t *uc)
 	if (r->strategy == NP_STRATEGY_JUMP || !ctx.site) {
 		/* a JUMP patch in the making, or merged over this breakpoint:
 		 * the trampoline is ready */
-		ctx.regs.pc = tramp_at(r, at);
+		int i = np_region_insn_index(r, at);
+		ctx.regs.pc = r->tramp + r->tramp_off[i < 0 ? 0 : i];
 		np_host_regs_to_uc(&ctx.regs, uc);
 		return;
 	}
