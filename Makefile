@@ -40,9 +40,8 @@ bench: build
 	$(BUILD)/bench/np-bench
 
 install: deps
+	rm -rf $(BUILD)-install
 	$(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
-	  --buildtype=release -Dtests=false --wipe >/dev/null 2>&1 || \
-	  $(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
 	  --buildtype=release -Dtests=false
 	ninja -C $(BUILD)-install
 	$(MESON) install -C $(BUILD)-install --quiet

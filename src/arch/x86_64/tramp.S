@@ -44,6 +44,18 @@
 	movq $0, 512(%rsp); movq $0, 520(%rsp); movq $0, 528(%rsp); movq $0, 536(%rsp); \
 	movq $0, 544(%rsp); movq $0, 552(%rsp); movq $0, 560(%rsp); movq $0, 568(%rsp)
 
+/* XSAVE the components in name_mask into a 64-byte aligned area of
+ * name_size bytes below rsp (both slots filled at run time). */
+#define XSAVE_ON_STACK(name) \
+	.byte 0x48, 0x81, 0xec;		/* sub $size, %rsp */ \
+	IMM32(name##_size); \
+	and $-64, %rsp; \
+	ZERO_XSAVE_HEADER; \
+	.byte 0xb8;			/* mov $mask, %eax */ \
+	IMM32(name##_mask); \
+	xor %edx, %edx; \
+	xsave64 (%rsp)
+
 #define TEMPLATE(name) .globl name##_begin, name##_end; .hidden name##_begin, name##_end; name##_begin:
 #define END(name) name##_end:
 
@@ -118,14 +130,7 @@ END(np_x86_save_tail)
  * left out: a handler cannot use AMX without asking the kernel first, and
  * does not change protection keys. NP_PROBE_NO_FPU skips all of it. */
 TEMPLATE(np_x86_xsave)
-	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
-	IMM32(np_x86_xsave_size)
-	and $-64, %rsp
-	ZERO_XSAVE_HEADER
-	.byte 0xb8			/* mov $mask, %eax */
-	IMM32(np_x86_xsave_mask)
-	xor %edx, %edx
-	xsave64 (%rsp)
+	XSAVE_ON_STACK(np_x86_xsave)
 END(np_x86_xsave)
 
 /* XSAVEC skips components in their initial state: the usual case for
@@ -339,14 +344,7 @@ END(np_x86_ret_tramp)
  * vector registers (see np_x86_xsave). */
 TEMPLATE(np_x86_ret_tramp_fpu)
 	RET_TRAMP_SAVE
-	.byte 0x48, 0x81, 0xec		/* sub $size, %rsp */
-	IMM32(np_x86_ret_tramp_fpu_size)
-	and $-64, %rsp
-	ZERO_XSAVE_HEADER
-	.byte 0xb8			/* mov $mask, %eax */
-	IMM32(np_x86_ret_tramp_fpu_mask)
-	xor %edx, %edx
-	xsave64 (%rsp)
+	XSAVE_ON_STACK(np_x86_ret_tramp_fpu)
 	mov %rbx, %rdi
 	SLOT(np_x86_ret_tramp_fpu_fn_imm)
 	call *%rax
