@@ -134,7 +134,6 @@ struct np_thread {
 	_Atomic int tid;
 	uint32_t shadow_top;
 	uint32_t index;
-	uint64_t scratch;                /* redirect target for trampolines */
 	uint64_t hits[NP_MAX_PROBES];
 	uint64_t missed[NP_MAX_PROBES];
 	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
@@ -151,7 +150,6 @@ uint64_t np_thread_sum_missed(uint32_t slot);
 /* Wait until no thread is running handlers of 'site' (after its list
  * changed and a membarrier made the change visible). */
 void np_thread_wait_site(const struct np_site *site);
-void np_thread_for_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie);
 
 /* The hit path: called by trampolines and the trap handler. */
 void np__dispatch(struct np_ctx *ctx);

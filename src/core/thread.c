@@ -141,14 +141,6 @@ int np_thread_pool_init(void)
 	return 0;
 }
 
-void np_thread_for_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie)
-{
-	int n = atomic_load(&nsegs);
-	for (int s = 0; s < n; s++)
-		for (unsigned i = 0; i < SEG_BLOCKS; i++)
-			fn(&segs[s].blocks[i], cookie);
-}
-
 static uint64_t sum_slot(size_t field_off, uint32_t slot)
 {
 	uint64_t sum = 0;
