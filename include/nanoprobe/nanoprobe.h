@@ -120,6 +120,13 @@ NP_API uint64_t np_ctx_sp(const struct np_ctx *ctx);
  * address). */
 NP_API uint64_t np_ctx_func(const struct np_ctx *ctx);
 NP_API bool np_ctx_is_return(const struct np_ctx *ctx);
+/* One word that travels with a call from its entry to its return (what
+ * Frida calls invocation data, kretprobes' data area): what an entry
+ * handler stores here, the return handler of the same call reads. It is
+ * shared by the probes of one site and starts at 0 on every call. NULL
+ * outside a probe with a return handler, or when the call could not be
+ * tracked (its return handler then does not run either). */
+NP_API uint64_t *np_ctx_call_data(struct np_ctx *ctx);
 
 /* General registers by number (np_reg_lookup) for this host's ISA. */
 NP_API int np_reg_lookup(const char *name); /* -1 if unknown */

@@ -84,6 +84,7 @@ NP_API int np_ctx_set_reg(struct np_ctx *ctx, int reg, uint64_t value)
 		/* moving pc mid-function is the handler's own business */
 		ctx->regs.pc = value;
 		ctx->redirect = 1;
+		np_thread_drop_call_data(ctx);
 		return 0;
 	}
 	if (reg < 0 || reg >= NP_NGPR || !np_host_isa->reg_names[reg] ||
@@ -106,5 +107,6 @@ NP_API int np_ctx_override_return(struct np_ctx *ctx, uint64_t value)
 	if (NP_CTX_KIND(ctx) != NP_CTX_ENTRY || !ctx->site || !ctx->site->func_entry)
 		return fail(EINVAL);
 	np_host_return_now(ctx, value);
+	np_thread_drop_call_data(ctx);
 	return 0;
 }

@@ -127,6 +127,9 @@ struct np_shadow_frame {
 	struct np_site *site;
 	uint32_t gen;
 	uint32_t pad;
+	/* np_ctx_call_data: written by the entry handlers before the frame is
+	 * pushed, so it is zeroed whenever a frame leaves the stack. */
+	uint64_t data;
 };
 
 struct np_thread {
@@ -134,6 +137,7 @@ struct np_thread {
 	_Atomic int tid;
 	uint32_t shadow_top;
 	uint32_t index;
+	uint64_t ret_data; /* the returning frame's data, for its handlers */
 	uint64_t hits[NP_MAX_PROBES];
 	uint64_t missed[NP_MAX_PROBES];
 	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
@@ -143,6 +147,8 @@ struct np_thread {
  * empty). Async-signal-safe, lock-free, no syscall. */
 struct np_thread *np_thread_self(void);
 struct np_thread *np_thread_peek(void); /* no claim */
+/* An entry handler redirected the call: no frame will carry its data. */
+void np_thread_drop_call_data(struct np_ctx *ctx);
 int np_thread_pool_init(void);
 void np_thread_pool_stock(void);  /* control path: keep spare blocks */
 uint64_t np_thread_sum_hits(uint32_t slot);

@@ -275,6 +275,7 @@ static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
 	if (__atomic_load_n(&site->gen, __ATOMIC_RELAXED) != f->gen)
 		l = NULL; /* detached while the call was in flight */
 	ctx->site = site;
+	t->ret_data = f->data;
 	for (uint32_t i = 0; l && i < l->n; i++)
 		if (l->h[i].on_return)
 			l->h[i].on_return(ctx, l->h[i].data);
@@ -304,6 +305,8 @@ void np__ret_dispatch(struct np_ctx *ctx)
 	if (i == 0)
 		shadow_lost(key);
 	const struct np_shadow_frame f = t->shadow[i - 1];
+	for (uint32_t k = i - 1; k < t->shadow_top; k++)
+		t->shadow[k].data = 0; /* this frame and those longjmp skipped */
 	t->shadow_top = i - 1;
 	ctx->kind = NP_CTX_RETURN | (ctx->kind & ~0xffu);
 	ctx->regs.pc = f.ret;
@@ -328,9 +331,33 @@ void np_shadow_unwind_all(struct np_thread *t)
 {
 	while (t->shadow_top > 0) {
 		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
+		f->data = 0;
 		if (np_host_is_ret_trampoline(*(uint64_t *)f->slot)) {
 			*(uint64_t *)f->slot = f->ret;
 			miss_returns(t, f);
 		}
 	}
+}
+
+/* The entry handlers write the frame about to be pushed (when the site has
+ * return handlers and the stack has room); return handlers read the copy
+ * taken when their frame was popped. */
+NP_API uint64_t *np_ctx_call_data(struct np_ctx *ctx)
+{
+	struct np_thread *t = np_thread_peek();
+	if (!t)
+		return NULL;
+	if (NP_CTX_KIND(ctx) == NP_CTX_RETURN)
+		return &t->ret_data;
+	const struct np_hlist *l = atomic_load_explicit(&ctx->site->list, memory_order_acquire);
+	if (!l || !l->nret || t->shadow_top >= NP_SHADOW_DEPTH)
+		return NULL;
+	return &t->shadow[t->shadow_top].data;
+}
+
+void np_thread_drop_call_data(struct np_ctx *ctx)
+{
+	uint64_t *data = NP_CTX_KIND(ctx) == NP_CTX_ENTRY ? np_ctx_call_data(ctx) : NULL;
+	if (data)
+		*data = 0;
 }

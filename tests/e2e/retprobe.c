@@ -290,6 +290,74 @@ TEST(longjmp_past_probed_frames_then_later_calls_return_correctly)
 	}
 }
 
+/* ---- np_ctx_call_data: one word from a call's entry to its return ------- */
+
+static uint64_t cd_bad, cd_returns;
+
+static void cd_entry(struct np_ctx *ctx, void *data)
+{
+	uint64_t *word = np_ctx_call_data(ctx);
+
+	if (!word || *word != 0) /* every call starts at 0 */
+		cd_bad++;
+	else
+		*word = np_ctx_arg(ctx, 0) + 1; /* depth + 1: never 0 */
+}
+
+static void cd_return(struct np_ctx *ctx, void *data)
+{
+	uint64_t *word = np_ctx_call_data(ctx);
+	uint64_t depth = word ? *word - 1 : ~0ull;
+
+	/* lj(depth, 0) returns depth + 1: the word must be this call's own */
+	if (!word || (np_ctx_retval(ctx) & 0xffffffff) != depth + 1)
+		cd_bad++;
+	cd_returns++;
+}
+
+static void cd_no_return_handler(struct np_ctx *ctx, void *data)
+{
+	if (np_ctx_call_data(ctx))
+		cd_bad++;
+}
+
+TEST(call_data_travels_from_each_entry_to_its_own_return_across_longjmp)
+{
+	struct np_probe_opts o = e2e_opts(cd_entry, NULL, NP_STRATEGY_AUTO);
+
+	o.on_return = cd_return;
+	e2e_log_capture();
+	for_each_strategy(s) {
+		o.strategy = *s;
+		struct np_probe *volatile p = np_probe_attach((void *)lj, &o);
+
+		CHECK(p);
+		cd_bad = cd_returns = 0;
+		for (volatile int i = 0; i < 200; i++) {
+			if (setjmp(lj_env) == 0)
+				lj_p(6, 1); /* leaves 7 frames' words behind */
+			CHECK_EQ(lj_p(4, 0), 5);
+		}
+		CHECK_EQ(cd_bad, 0);
+		CHECK_EQ(cd_returns, 200 * 5);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+TEST(call_data_is_null_for_a_probe_without_return_handlers)
+{
+	struct np_probe_opts o = e2e_opts(cd_no_return_handler, NULL, NP_STRATEGY_AUTO);
+	struct np_probe *p = np_probe_attach((void *)lj, &o);
+
+	CHECK(p);
+	cd_bad = 0;
+	CHECK_EQ(lj_p(3, 0), 4);
+	CHECK_EQ(cd_bad, 0);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
 /* ---- threads exiting inside probed frames ---------------------------------- */
 
 static int (*volatile exiter_p)(int);
