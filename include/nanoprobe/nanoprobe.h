@@ -142,6 +142,33 @@ NP_API int np_ctx_set_retval(struct np_ctx *ctx, uint64_t value);
  * sees value returned. -1 with errno EINVAL elsewhere. */
 NP_API int np_ctx_override_return(struct np_ctx *ctx, uint64_t value);
 
+/* Reading the program's memory from a handler: a pointer argument may be
+ * NULL, freed or garbage, and reading it must not crash the program. The
+ * reads are async-signal-safe. A failure sets errno on the probed thread:
+ * a handler that may fail restores errno for the program. A thread that
+ * blocks SIGSEGV or SIGBUS when it reads a bad address dies as if it had
+ * faulted itself (the kernel cannot deliver a blocked fault). */
+
+/* Copy len bytes from addr, which may be unmapped or unreadable, without
+ * crashing: 0, or -1 with errno EFAULT (dst then holds the bytes read
+ * before the fault). No syscall when the memory is readable, once
+ * np_fault_guard_refresh() has found the guard in place; otherwise one
+ * process_vm_readv(), whose refusal under a seccomp filter (EPERM, ENOSYS)
+ * is also passed on in errno. errno is left alone on success. */
+NP_API int np_read_user(void *dst, uint64_t addr, size_t len);
+/* Copy a NUL-terminated string of at most len - 1 bytes (always
+ * NUL-terminated when len > 0): its length (len - 1 when cut short), or -1
+ * with errno as for np_read_user (dst then holds the readable prefix). */
+NP_API long np_read_user_str(char *dst, uint64_t addr, size_t len);
+/* Install the fault guard, the engine's SIGSEGV and SIGBUS handler (first
+ * call), or check that it is still installed: a program may replace it
+ * (Python's faulthandler, a JVM), and reads then fall back to the syscall.
+ * Returns whether reads take the fast path. Control path only: call it
+ * after the program has set its signal handlers, and from time to time.
+ * Faults that are not the engine's go to the handler the program had
+ * before, or kill the program as they would have without nanoprobe. */
+NP_API bool np_fault_guard_refresh(void);
+
 /* --- Logging ------------------------------------------------------------ */
 
 enum np_log_level { NP_LOG_ERROR = 0, NP_LOG_WARN = 1, NP_LOG_INFO = 2, NP_LOG_DEBUG = 3 };

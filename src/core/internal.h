@@ -238,5 +238,17 @@ bool np_host_ret_in_memory(void);
 bool np_host_reg_captured(uint32_t kind, int reg);
 /* Make ctx resume at the caller with 'value' returned (function entry). */
 void np_host_return_now(struct np_ctx *ctx, uint64_t value);
+/* Fault-safe copies (src/arch/<host>/uread.S). Each load of src that may
+ * fault is listed in the table with the pc to resume at, registers as
+ * they were before the load; the table ends with a zero entry. */
+struct np_uread_fixup {
+	uint64_t insn, fixup;
+};
+extern const struct np_uread_fixup np_host_uread_extable[];
+/* Bytes not copied: 0, or how many remain from the faulting byte on. */
+size_t np_host_uread(void *dst, uint64_t src, size_t len);
+/* Copies up to a NUL (not stored) or max bytes: the count copied, or
+ * -(count + 1) when the next load faulted. */
+long np_host_uread_str(char *dst, uint64_t src, size_t max);
 
 #endif

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fault-safe reads of the program's memory, for handlers that follow a
+ * pointer argument (a string, +8(%di)) that may be bad.
+ *
+ * As the kernel's copy_from_user does with its exception table: the copy
+ * routines of src/arch/<host>/uread.S load the source with instructions
+ * listed in np_host_uread_extable, each with a fixup address. A SIGSEGV or
+ * SIGBUS whose pc is one of those loads is ours: the handler moves the pc
+ * to the fixup, which returns how far the copy got, and the read fails
+ * with EFAULT. The pc decides, not si_addr: a non-canonical address on
+ * x86-64 raises #GP, which arrives as SIGSEGV with si_addr 0. A readable
+ * source costs no more than a copy loop, no syscall.
+ *
+ * Any other fault belongs to the program and is passed on as the kernel
+ * would have delivered it without us: to the handler the program had set
+ * before the guard went in (its sa_mask, SA_NODEFER and SA_RESETHAND
+ * honoured), or, under SIG_DFL or SIG_IGN, the default disposition is put
+ * back and the faulting instruction runs again, so the program dies of the
+ * same signal at the same place, with the same core dump.
+ *
+ * The guard only works while it is the installed handler. A program that
+ * sets its own later (Python's faulthandler, a JVM) would get our faults
+ * and die of them, so reads take the fast path only while a flag says the
+ * guard is in place; np_fault_guard_refresh() (control path: one
+ * sigaction query per signal) sets that flag. Otherwise reads go through
+ * process_vm_readv() on our own pid: one syscall, but the kernel does the
+ * faulting. Residual window: between the program replacing the handler and
+ * the next refresh, a bad read would reach the program's handler. An agent
+ * that interposes sigaction can close it by refreshing from there.
+ *
+ * Also residual: the kernel kills a thread that faults with the signal
+ * blocked (its mask is not visible without a syscall), so a handler that
+ * reads a bad address on a thread blocking SIGSEGV/SIGBUS, or in a signal
+ * handler whose sa_mask blocks them, takes the program down.
+ */
+#include "core/internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* No ISA we target gives user space more than 56 bits (x86-64 with LA57,
+ * riscv64 Sv57; arm64 stops at 52): beyond that lies the kernel half or a
+ * non-canonical hole, refused without a fault. Unmapped holes below it
+ * (non-canonical on a 4-level x86-64) fault and are caught like any
+ * other bad address. */
+#define USER_TOP (1ull << 56)
+#define PAGE_MIN 4096 /* every page size is a multiple of it */
+
+static const int guarded[2] = {SIGSEGV, SIGBUS};
+static struct sigaction prev[2]; /* what the program had: we chain to it */
+static atomic_bool guard_ok;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+
+static uint64_t fixup_for(uint64_t pc)
+{
+	for (const struct np_uread_fixup *f = np_host_uread_extable; f->insn; f++)
+		if (f->insn == pc)
+			return f->fixup;
+	return 0;
+}
+
+/* Deliver a fault that is not ours as the kernel would have without us. */
+static void chain(struct sigaction *pa, int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction a = *pa;
+	bool from_kernel = si->si_code > 0; /* a real fault, not kill() */
+
+	if (a.sa_handler == SIG_IGN && !from_kernel)
+		return;
+	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN) {
+		/* The kernel forces the default action on an ignored fault
+		 * too. A fault re-raises itself when we return; a sent signal
+		 * must be sent again. */
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigaction(sig, &dfl, NULL);
+		if (!from_kernel)
+			raise(sig);
+		return;
+	}
+	if (a.sa_flags & SA_RESETHAND) /* the next fault takes the default */
+		__atomic_store_n(&pa->sa_handler, SIG_DFL, __ATOMIC_RELAXED);
+	/* The mask the kernel would have set for that handler (ours has an
+	 * empty sa_mask and SA_NODEFER, so this only adds); sigreturn puts
+	 * the program's mask back. */
+	if (!(a.sa_flags & SA_NODEFER))
+		sigaddset(&a.sa_mask, sig);
+	pthread_sigmask(SIG_BLOCK, &a.sa_mask, NULL);
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, si, uc);
+	else
+		a.sa_handler(sig);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	struct np_regs regs;
+
+	np_host_regs_from_uc(&regs, uc);
+	uint64_t fix = si->si_code > 0 ? fixup_for(regs.pc) : 0;
+	if (fix) {
+		regs.pc = fix;
+		np_host_regs_to_uc(&regs, uc);
+		return;
+	}
+	chain(&prev[sig == SIGBUS], sig, si, uc);
+}
+
+static void install(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_fault,
+			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++) {
+		struct sigaction old;
+		/* prev is filled before our handler can run; the swap's own
+		 * answer then wins, should the program have raced us. */
+		sigaction(guarded[i], NULL, &prev[i]);
+		if (sigaction(guarded[i], &sa, &old) == 0)
+			prev[i] = old;
+		else
+			np_logf(NP_LOG_ERROR, "cannot install the %s handler: %s",
+				guarded[i] == SIGSEGV ? "SIGSEGV" : "SIGBUS", strerror(errno));
+	}
+}
+
+static bool is_ours(int sig)
+{
+	struct sigaction cur;
+	return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == on_fault;
+}
+
+NP_API bool np_fault_guard_refresh(void)
+{
+	pthread_once(&install_once, install);
+	bool ok = is_ours(SIGSEGV) && is_ours(SIGBUS);
+	if (!ok && atomic_load(&guard_ok))
+		np_logf(NP_LOG_WARN, "the program replaced the SIGSEGV/SIGBUS handler: "
+				     "user memory reads now cost a syscall");
+	atomic_store(&guard_ok, ok);
+	return ok;
+}
+
+static bool user_range(uint64_t addr, size_t len)
+{
+	return addr < USER_TOP && len <= USER_TOP - addr;
+}
+
+/* Without the guard, the kernel copies. It stops at the first unreadable
+ * page, so dst holds the readable prefix, as on the fast path. Returns
+ * the bytes read; errno is set when short. */
+static size_t vm_read(void *dst, uint64_t addr, size_t len)
+{
+	struct iovec local = {dst, len}, remote = {(void *)addr, len};
+	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return 0;
+	if ((size_t)n < len)
+		errno = EFAULT;
+	return (size_t)n;
+}
+
+static int fail_efault(void)
+{
+	errno = EFAULT;
+	return -1;
+}
+
+NP_API int np_read_user(void *dst, uint64_t addr, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (!user_range(addr, len))
+		return fail_efault();
+	if (!atomic_load_explicit(&guard_ok, memory_order_relaxed))
+		return vm_read(dst, addr, len) == len ? 0 : -1;
+	return np_host_uread(dst, addr, len) ? fail_efault() : 0;
+}
+
+static long str_fast(char *dst, uint64_t addr, size_t max)
+{
+	long n = np_host_uread_str(dst, addr, max);
+	if (n < 0)
+		errno = EFAULT;
+	return n;
+}
+
+/* One page at a time, so that a string ending just before an unreadable
+ * page is read whole. */
+static long str_slow(char *dst, uint64_t addr, size_t max)
+{
+	size_t done = 0;
+	while (done < max) {
+		size_t chunk = PAGE_MIN - ((addr + done) & (PAGE_MIN - 1));
+		if (chunk > max - done)
+			chunk = max - done;
+		size_t n = vm_read(dst + done, addr + done, chunk);
+		const char *nul = memchr(dst + done, '\0', n);
+		if (nul)
+			return nul - dst;
+		if (n < chunk)
+			return -(long)(done + n) - 1;
+		done += chunk;
+	}
+	return (long)done;
+}
+
+NP_API long np_read_user_str(char *dst, uint64_t addr, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (!user_range(addr, 1)) {
+		dst[0] = '\0';
+		return fail_efault();
+	}
+	/* Past USER_TOP nothing is mapped: a fault comes first. */
+	size_t max = len - 1 < USER_TOP - addr ? len - 1 : USER_TOP - addr;
+	long n = atomic_load_explicit(&guard_ok, memory_order_relaxed)
+			 ? str_fast(dst, addr, max)
+			 : str_slow(dst, addr, max);
+	if (n < 0) {
+		dst[-n - 1] = '\0';
+		return -1;
+	}
+	dst[n] = '\0';
+	return n;
+}
