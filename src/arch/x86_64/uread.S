@@ -60,25 +60,60 @@ np_host_uread:
 /* long np_host_uread_str(char *dst, uint64_t src, size_t max)
  * Copies bytes up to, not including, a NUL, at most max of them (the
  * caller stores the terminator). Returns how many it copied, or -(n + 1)
- * when the load after n copied bytes faulted. Byte by byte: trace strings
- * are short, and a byte load faults exactly where the string does. */
+ * when the load after n copied bytes faulted.
+ *
+ * Bytes one at a time until src is 8-aligned, then aligned words while no
+ * byte of the word is zero, then bytes again up to the NUL or max. An
+ * aligned word never straddles two pages, so when one faults, the byte at
+ * the current position is the first unreadable one: the count stays exact,
+ * and the word loop needs no byte-by-byte retry. */
 	.globl np_host_uread_str
 	.hidden np_host_uread_str
 	.type np_host_uread_str, @function
 	.p2align 4
 np_host_uread_str:
 	xor %ecx, %ecx
-	test %rdx, %rdx
-	jz .Lstr_done
-.Lstr_loop:
-.Lstr_load:
+	movabs $0x0101010101010101, %r8
+	movabs $0x8080808080808080, %r9
+.Lstr_head:
+	cmp %rdx, %rcx
+	jae .Lstr_done
+	lea (%rsi,%rcx), %rax
+	test $7, %al
+	jz .Lstr_words
+.Lstr_head_load:
 	movzbl (%rsi,%rcx), %eax	/* faults: .Lstr_fault */
 	test %al, %al
 	jz .Lstr_done
 	mov %al, (%rdi,%rcx)
 	inc %rcx
+	jmp .Lstr_head
+.Lstr_words:
+	lea 8(%rcx), %rax
+	cmp %rdx, %rax
+	ja .Lstr_tail
+.Lstr_word_load:
+	mov (%rsi,%rcx), %rax		/* faults: .Lstr_fault */
+	mov %rax, %r10			/* a zero byte: (w - 0x01..) & ~w & 0x80.. */
+	sub %r8, %r10
+	mov %rax, %r11
+	not %r11
+	and %r11, %r10
+	test %r9, %r10
+	jnz .Lstr_tail
+	mov %rax, (%rdi,%rcx)
+	add $8, %rcx
+	jmp .Lstr_words
+.Lstr_tail:
 	cmp %rdx, %rcx
-	jb .Lstr_loop
+	jae .Lstr_done
+.Lstr_tail_load:
+	movzbl (%rsi,%rcx), %eax	/* faults: .Lstr_fault */
+	test %al, %al
+	jz .Lstr_done
+	mov %al, (%rdi,%rcx)
+	inc %rcx
+	jmp .Lstr_tail
 .Lstr_done:
 	mov %rcx, %rax
 	ret
@@ -97,7 +132,9 @@ np_host_uread_str:
 np_host_uread_extable:
 	.quad .Lword_load, .Lword_fault
 	.quad .Lbyte_load, .Lbytes_done
-	.quad .Lstr_load, .Lstr_fault
+	.quad .Lstr_head_load, .Lstr_fault
+	.quad .Lstr_word_load, .Lstr_fault
+	.quad .Lstr_tail_load, .Lstr_fault
 	.quad 0, 0
 	.size np_host_uread_extable, . - np_host_uread_extable
 
