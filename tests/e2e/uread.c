@@ -428,6 +428,53 @@ TEST(string_longer_than_len_minus_1_is_cut_and_terminated)
 	check_str(addr_of("hello"), 1, 0, "");
 }
 
+/* What np_read_user_str must give: strnlen, memcpy, terminate. */
+static long reference_str(char *dst, const char *src, size_t len)
+{
+	size_t n = strnlen(src, len - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return (long)n;
+}
+
+static void check_strings_against_reference(void)
+{
+	char src[128], dst[80], want[80];
+	for (unsigned align = 0; align < 16; align++)
+		for (unsigned slen = 0; slen <= 40; slen++) {
+			memset(src, 'a', sizeof src);
+			src[align + slen] = '\0';
+			for (size_t len = 1; len <= 48; len++) {
+				memset(dst, 0x5a, sizeof dst);
+				memset(want, 0x5a, sizeof want);
+				long want_n = reference_str(want, src + align, len);
+				CHECK_EQ(np_read_user_str(dst, addr_of(src + align), len), want_n);
+				CHECK(memcmp(dst, want, (size_t)want_n + 1) == 0);
+			}
+		}
+}
+
+TEST(strings_of_every_length_alignment_and_limit_equal_the_reference)
+{
+	guard_in_place();
+	check_strings_against_reference();
+}
+
+TEST(strings_running_into_a_guard_page_at_every_alignment_keep_their_prefix)
+{
+	guard_in_place();
+	char *p = map_with_guard(1), *end = p + page_size();
+	memset(p, 'b', page_size());
+	for (unsigned before = 1; before <= 24; before++) {
+		char dst[64];
+		errno = 0;
+		CHECK_EQ(np_read_user_str(dst, addr_of(end - before), sizeof dst), -1);
+		CHECK_EQ(errno, EFAULT);
+		CHECK_EQ(strlen(dst), before);
+	}
+	unmap_with_guard(p, 1);
+}
+
 TEST(string_of_len_0_writes_nothing)
 {
 	guard_in_place();
@@ -643,6 +690,7 @@ TEST(program_handler_installed_after_the_guard_is_noticed_and_never_called)
 	CHECK(memcmp(dst, "wxyz", 4) == 0 && dst[4] == 0);
 	check_str(addr_of(end - 4), 32, -1, "wxyz");
 	check_str(addr_of("slow but sure"), 32, 13, "slow but sure");
+	check_strings_against_reference();
 	char src[20] = "nineteen characters";
 	errno = ERRNO_CANARY;
 	CHECK_EQ(np_read_user(dst, addr_of(src), 16), 0);
