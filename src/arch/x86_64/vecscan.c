@@ -17,6 +17,7 @@
 #include "arch/x86_64/internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SCAN_BUDGET 4096 /* instructions */
@@ -145,12 +146,16 @@ static int scan_path(struct scan *s, uint64_t pc)
 
 int x86_vector_state_used(uint64_t fn, const struct np_mem *mem)
 {
-	static __thread struct scan s; /* 66 KiB: not for the stack */
-	memset(&s, 0, sizeof(s));
-	s.mem = mem;
-	push(&s, fn);
-	while (s.ntodo)
-		if (scan_path(&s, s.todo[--s.ntodo]) < 0)
-			return 1;
-	return 0;
+	/* 66 KiB: not for the stack, and not thread-local either: the agent
+	 * is dlopen'ed, where static TLS is a few hundred bytes. */
+	struct scan *s = calloc(1, sizeof(*s));
+	int used = 0;
+	if (!s)
+		return 1; /* cannot prove it: save the state */
+	s->mem = mem;
+	push(s, fn);
+	while (s->ntodo && !used)
+		used = scan_path(s, s->todo[--s->ntodo]) < 0;
+	free(s);
+	return used;
 }
