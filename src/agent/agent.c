@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent: a session with the nanoprobe command, inside the traced
+ * program.
+ *
+ * Started two ways. Preloaded (`nanoprobe ... -- CMD`), its constructor
+ * finds the command's socket in the environment and sets the probes up
+ * before returning, so they are in place before main. Injected
+ * (`nanoprobe -p PID`), the command calls nanoprobe_agent_start, which
+ * starts a thread for the session and returns at once, so the thread the
+ * command borrowed goes back to the program without delay.
+ *
+ * A session ends when the command says DETACH or its socket closes (the
+ * command died): every probe is removed and the shared memory unmapped,
+ * and the program carries on with its own code. The agent stays loaded,
+ * idle, ready for the next session.
+ */
+#include "agent/agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+struct agent np_agent = {.sock = -1, .shm_fd = -1, .wake_fd = -1,
+			 .lock = PTHREAD_MUTEX_INITIALIZER};
+volatile int np_agent_live = 1;
+static int session_running;
+
+static void capture_log(enum np_log_level level, const char *msg, void *user)
+{
+	if (level <= NP_LOG_WARN)
+		snprintf(np_agent.why, sizeof(np_agent.why), "%s", msg);
+}
+
+static int connect_to(const char *name)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	size_t n = strnlen(name, sizeof(a.sun_path) - 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memcpy(a.sun_path + 1, name, n); /* abstract namespace */
+	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n))) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static bool fetch_valid(const struct np_fetch *f)
+{
+	return f->base >= NP_FB_REG && f->base <= NP_FB_MODREL && f->type >= NP_FT_U &&
+	       f->type <= NP_FT_STRING && (f->size == 1 || f->size == 2 || f->size == 4 ||
+					  f->size == 8) && f->nderef <= NP_MAX_DEREF;
+}
+
+static bool probe_valid(const struct np_msg_probe *m, uint32_t want_id)
+{
+	if (m->id != want_id || m->nargs > NP_MAX_ARGS || m->action < NP_ACT_COUNT ||
+	    m->action > NP_ACT_LATENCY || m->strategy > NP_STRATEGY_TRAP)
+		return false;
+	for (unsigned i = 0; i < m->nargs; i++)
+		if (!fetch_valid(&m->args[i]))
+			return false;
+	return true;
+}
+
+static bool hello_valid(const struct np_msg_hello *h)
+{
+	return h->type == NP_MSG_HELLO && h->magic == NP_PROTO_MAGIC &&
+	       h->version == NP_PROTO_VERSION && h->nprobes < NP_REC_PAD && h->nrings &&
+	       h->nrings <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (64u << 20) &&
+	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit;
+}
+
+/* HELLO, then PROBE x nprobes, then GO. */
+static int receive_probes(int fd, struct np_msg_hello *h)
+{
+	if (recv(fd, h, sizeof(*h), 0) != sizeof(*h) || !hello_valid(h))
+		return -EPROTO;
+	np_agent.probes = calloc(h->nprobes ? h->nprobes : 1, sizeof(*np_agent.probes));
+	if (!np_agent.probes)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < h->nprobes; i++) {
+		struct np_msg_probe *m = &np_agent.probes[i].m;
+		if (recv(fd, m, sizeof(*m), 0) != sizeof(*m) || m->type != NP_MSG_PROBE ||
+		    !probe_valid(m, i))
+			return -EPROTO;
+		m->path[NP_PATH_MAX - 1] = 0;
+	}
+	np_agent.nprobes = h->nprobes;
+	np_agent.hist_unit = h->hist_unit;
+	struct np_msg_simple go;
+	if (recv(fd, &go, sizeof(go), 0) != sizeof(go) || go.type != NP_MSG_GO)
+		return -EPROTO;
+	return 0;
+}
+
+static int shm_create(const struct np_msg_hello *h)
+{
+	uint32_t stride = np_ring_stride(h->nprobes, h->ring_bytes);
+	size_t size = 4096 + (size_t)h->nrings * stride;
+	int fd = memfd_create("nanoprobe-rings", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	void *p = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) == 0)
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	struct np_shm_header *hdr = p;
+	*hdr = (struct np_shm_header){NP_PROTO_MAGIC, NP_PROTO_VERSION, h->nprobes, h->nrings,
+				      h->ring_bytes, stride, 0};
+	np_agent.shm_fd = fd;
+	np_agent.shm_size = size;
+	__atomic_store_n(&np_agent.shm, hdr, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int send_ready(int fd, int pending)
+{
+	struct np_msg_simple m = {.type = NP_MSG_READY, .pending = (uint32_t)pending};
+	struct iovec iov = {&m, sizeof(m)};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} c = {0};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+			     .msg_controllen = sizeof(c.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &np_agent.shm_fd, sizeof(int));
+	return sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void session_end(void)
+{
+	np_agent_unhook_dlopen();
+	pthread_mutex_lock(&np_agent.lock);
+	np_agent_detach_all(); /* no handler runs after this */
+	pthread_mutex_unlock(&np_agent.lock);
+	struct np_msg_simple m = {.type = NP_MSG_DETACHED};
+	send(np_agent.sock, &m, sizeof(m), MSG_NOSIGNAL);
+	struct np_shm_header *shm = np_agent.shm;
+	__atomic_store_n(&np_agent.shm, NULL, __ATOMIC_RELEASE);
+	if (shm)
+		munmap(shm, np_agent.shm_size);
+	if (np_agent.shm_fd >= 0)
+		close(np_agent.shm_fd);
+	close(np_agent.sock);
+	if (np_agent.wake_fd >= 0)
+		close(np_agent.wake_fd);
+	free(np_agent.probes);
+	np_agent.probes = NULL;
+	np_agent.nprobes = 0;
+	np_agent.sock = np_agent.shm_fd = np_agent.wake_fd = -1;
+	np_set_log_fn(NULL, NULL);
+	__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+}
+
+/* Receive the probes, place those whose modules are mapped, say READY. */
+static int session_setup(int fd)
+{
+	struct np_msg_hello h;
+	np_agent.sock = fd;
+	np_set_log_fn(capture_log, NULL);
+	int err = receive_probes(fd, &h);
+	if (!err)
+		err = shm_create(&h);
+	if (err)
+		return err;
+	np_agent.wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (np_agent.wake_fd < 0)
+		return -errno;
+	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&np_agent.lock);
+	int pending = np_agent_attach_pending();
+	pthread_mutex_unlock(&np_agent.lock);
+	np_agent_hook_dlopen(); /* without it, later modules are just missed */
+	return send_ready(fd, pending);
+}
+
+/* A preloaded program waits in the constructor until the command has seen
+ * the probes placed: GO lets it run, anything else ends the session first. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t run_cond = PTHREAD_COND_INITIALIZER;
+static int run_state; /* 0 undecided, 1 run, -1 session over */
+
+static void decide_run(int state)
+{
+	pthread_mutex_lock(&run_lock);
+	if (!run_state)
+		run_state = state;
+	pthread_cond_broadcast(&run_cond);
+	pthread_mutex_unlock(&run_lock);
+}
+
+/* One message from the command; false when the session is over. */
+static bool serve_socket(void)
+{
+	struct np_msg_simple m;
+	ssize_t n = recv(np_agent.sock, &m, sizeof(m), 0);
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n == sizeof(m) && m.type == NP_MSG_GO) {
+		decide_run(1);
+		return true;
+	}
+	return false; /* DETACH, EOF, or something we do not understand */
+}
+
+/* Until DETACH or the command goes away: serve dlopen handlers too. */
+static void session_serve(void)
+{
+	struct pollfd fds[2] = {{np_agent.sock, POLLIN, 0}, {np_agent.wake_fd, POLLIN, 0}};
+	for (;;) {
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[1].revents & POLLIN)
+			np_agent_serve_dlopen();
+		if (fds[0].revents && !serve_socket())
+			break;
+	}
+	session_end();
+	decide_run(-1);
+}
+
+static void *session_thread(void *arg)
+{
+	sigset_t all;
+	sigfillset(&all);
+	/* the engine moves threads out of patched bytes with SIGRTMAX-3 */
+	sigdelset(&all, SIGRTMAX - 3);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	char *name = arg;
+	if (name) {
+		int fd = connect_to(name);
+		free(name);
+		if (fd < 0 || session_setup(fd)) {
+			if (fd >= 0)
+				session_end();
+			else
+				__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+			return NULL;
+		}
+	}
+	session_serve();
+	return NULL;
+}
+
+static int start_thread(char *name)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int err = pthread_create(&t, &a, session_thread, name);
+	pthread_attr_destroy(&a);
+	return -err;
+}
+
+static void forked_child(void)
+{
+	np_agent_live = 0;
+	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, forked_child);
+}
+
+static bool claim_session(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	int idle = 0;
+	pthread_once(&once, watch_forks);
+	return np_agent_live &&
+	       __atomic_compare_exchange_n(&session_running, &idle, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/* Injected: connect and set up on a thread of our own. 0 or -errno. */
+EXPORT int nanoprobe_agent_start(const char *sockname)
+{
+	if (!claim_session())
+		return -EBUSY;
+	char *name = strdup(sockname);
+	int err = name ? start_thread(name) : -ENOMEM;
+	if (err) {
+		free(name);
+		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+	}
+	return err;
+}
+
+/* Our own entry in LD_PRELOAD would load us into every program the traced
+ * one starts: take it out. */
+static void unpreload_self(void)
+{
+	Dl_info info;
+	const char *pre = getenv("LD_PRELOAD");
+	if (!pre || !dladdr((void *)unpreload_self, &info) || !info.dli_fname)
+		return;
+	char *copy = strdup(pre), *out = calloc(1, strlen(pre) + 1), *save = NULL;
+	for (char *tok = copy ? strtok_r(copy, ": ", &save) : NULL; tok && out;
+	     tok = strtok_r(NULL, ": ", &save)) {
+		if (strcmp(tok, info.dli_fname) == 0)
+			continue;
+		if (*out)
+			strcat(out, ":");
+		strcat(out, tok);
+	}
+	if (out && *out)
+		setenv("LD_PRELOAD", out, 1);
+	else if (out)
+		unsetenv("LD_PRELOAD");
+	free(copy);
+	free(out);
+}
+
+/* Preloaded: the probes are placed before the program's main runs. */
+__attribute__((constructor)) static void agent_preloaded(void)
+{
+	const char *env = getenv(NP_AGENT_ENV_SOCK);
+	if (!env || !claim_session())
+		return;
+	int fd = connect_to(env);
+	unsetenv(NP_AGENT_ENV_SOCK);
+	unpreload_self();
+	if (fd < 0) {
+		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	if (session_setup(fd) || start_thread(NULL)) {
+		session_end();
+		return;
+	}
+	pthread_mutex_lock(&run_lock);
+	while (!run_state)
+		pthread_cond_wait(&run_cond, &run_lock);
+	pthread_mutex_unlock(&run_lock);
+}

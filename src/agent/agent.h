@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent's internal interfaces: session, modules, hit path. */
+#ifndef NP_AGENT_H
+#define NP_AGENT_H
+#include <nanoprobe/nanoprobe.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/proto.h"
+
+enum aprobe_state { AP_PENDING = 0, AP_ATTACHED, AP_FAILED };
+
+struct aprobe {
+	struct np_msg_probe m;
+	struct np_probe *probe;
+	uint64_t bias; /* load bias of its module once found */
+	int state;     /* enum aprobe_state */
+};
+
+/* One session with a command. Set up by the control path, read by
+ * handlers only between the attach and the detach of their probes. */
+struct agent {
+	int sock;
+	int wake_fd;            /* eventfd: a dlopen handler wants service */
+	struct aprobe *probes;
+	uint32_t nprobes;
+	struct np_shm_header *shm;
+	size_t shm_size;
+	int shm_fd;
+	uint32_t gen;           /* bumped per session: stale TLS ring pointers */
+	uint32_t hist_unit;     /* ns per latency histogram unit */
+	pthread_mutex_t lock;   /* probes[].state, attach/detach */
+	char why[200];          /* the engine's last log message */
+};
+
+extern struct agent np_agent;
+/* 0 in a forked child: its probes stay, but nothing it records is read. */
+extern volatile int np_agent_live;
+
+/* modules.c: find the modules of pending probes and attach them. */
+int np_agent_attach_pending(void);
+int np_agent_hook_dlopen(void);
+void np_agent_serve_dlopen(void);
+void np_agent_unhook_dlopen(void);
+void np_agent_detach_all(void);
+
+/* handlers.c */
+void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
+#endif

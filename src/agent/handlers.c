@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's hit path: what runs in the traced program's threads.
+ *
+ * This file is built with -mgeneral-regs-only and calls nothing that may
+ * touch vector state (clock_gettime and sched_getcpu are the vDSO and rseq,
+ * the copies are the engine's fault-safe reads), which is why its probes
+ * are attached with NP_PROBE_NO_FPU: the trampolines skip the XSAVE that
+ * would otherwise cost ten times the probe. No locks, no allocation, no
+ * syscall but gettid on a thread's first hit.
+ *
+ * Each thread writes only to its own ring, claimed on its first hit: the
+ * counters there are plain increments and the events a single-producer
+ * ring that drops when full. A ring pointer is tied to the session's
+ * generation, so a thread never writes into the memory of a session that
+ * ended.
+ */
+#include "agent/agent.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+#define NO_RING_RETRY 4096 /* hits before a ringless thread looks again */
+
+static __thread struct np_ring *tls_ring TLS_IE;
+static __thread uint32_t tls_gen TLS_IE;
+static __thread uint32_t tls_retry TLS_IE;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct np_ring *ring_at(const struct np_shm_header *h, uint32_t i)
+{
+	return (struct np_ring *)((char *)h + 4096 + (size_t)i * h->ring_stride);
+}
+
+static struct np_ring *ring_claim(struct np_shm_header *h)
+{
+	for (uint32_t i = 0; i < h->nrings; i++) {
+		struct np_ring *r = ring_at(h, i);
+		uint32_t free_state = NP_RING_FREE;
+		if (__atomic_load_n(&r->state, __ATOMIC_RELAXED) != NP_RING_FREE ||
+		    !__atomic_compare_exchange_n(&r->state, &free_state, NP_RING_CLAIMING, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		r->tid = (int32_t)syscall(SYS_gettid);
+		prctl(PR_GET_NAME, r->comm); /* for a thread gone before it is read */
+		__atomic_store_n(&r->state, NP_RING_OWNED, __ATOMIC_RELEASE);
+		return r;
+	}
+	__atomic_fetch_add(&h->no_ring, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* The calling thread's ring in the current session, or NULL. */
+static struct np_ring *ring_self(void)
+{
+	struct np_shm_header *h = np_agent.shm;
+	uint32_t gen = __atomic_load_n(&np_agent.gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(tls_gen == gen && tls_ring != NULL, 1))
+		return tls_ring;
+	if (!np_agent_live || !h)
+		return NULL;
+	if (tls_gen == gen && tls_retry && --tls_retry)
+		return NULL;
+	tls_gen = gen;
+	tls_ring = ring_claim(h);
+	tls_retry = tls_ring ? 0 : NO_RING_RETRY;
+	return tls_ring;
+}
+
+static void count_hit(struct np_ring *r, const struct aprobe *ap)
+{
+	np_ring_counts(r)[ap->m.id]++;
+}
+
+static void on_count(struct np_ctx *ctx, void *data)
+{
+	struct np_ring *r = ring_self();
+	if (r)
+		count_hit(r, data);
+}
+
+/* --- fetch args ----------------------------------------------------------- */
+
+static int read_word(uint64_t addr, uint64_t *v)
+{
+	return np_read_user(v, addr, sizeof(*v));
+}
+
+static int fetch_base(struct np_ctx *ctx, const struct aprobe *ap, const struct np_fetch *f,
+		      uint64_t *v)
+{
+	switch (f->base) {
+	case NP_FB_REG: *v = np_ctx_reg(ctx, f->index); return 0;
+	case NP_FB_ARG: *v = np_ctx_arg(ctx, (unsigned)f->index); return 0;
+	case NP_FB_RETVAL: *v = np_ctx_retval(ctx); return 0;
+	case NP_FB_SP: *v = np_ctx_sp(ctx); return 0;
+	case NP_FB_STACK: return read_word(np_ctx_sp(ctx) + 8u * (uint64_t)f->index, v);
+	case NP_FB_IMM: *v = f->imm; return 0;
+	case NP_FB_MODREL: *v = ap->bias + f->imm; return 0;
+	}
+	return -1;
+}
+
+static uint64_t extend(uint64_t v, const struct np_fetch *f)
+{
+	unsigned bits = f->size * 8u;
+	if (bits >= 64)
+		return v;
+	v &= (1ull << bits) - 1;
+	if (f->type == NP_FT_S && (v >> (bits - 1)) & 1)
+		v |= ~0ull << bits;
+	return v;
+}
+
+/* The address the fetch finally reads (or the value itself: *is_addr 0). */
+static int fetch_addr(struct np_ctx *ctx, const struct aprobe *ap, const struct np_fetch *f,
+		      uint64_t *v, bool *is_addr)
+{
+	if (fetch_base(ctx, ap, f, v))
+		return -1;
+	*is_addr = f->nderef > 0;
+	for (unsigned d = 0; d + 1 < f->nderef; d++)
+		if (read_word(*v + (uint64_t)f->off[d], v))
+			return -1;
+	if (f->nderef)
+		*v += (uint64_t)f->off[f->nderef - 1];
+	return 0;
+}
+
+static int fetch_number(struct np_ctx *ctx, const struct aprobe *ap, const struct np_fetch *f,
+			uint64_t *out)
+{
+	uint64_t v = 0;
+	bool is_addr;
+	if (fetch_addr(ctx, ap, f, &v, &is_addr))
+		return -1;
+	if (is_addr) {
+		uint64_t addr = v;
+		v = 0; /* little-endian hosts: the low bytes */
+		if (np_read_user(&v, addr, f->size))
+			return -1;
+	}
+	*out = extend(v, f);
+	return 0;
+}
+
+/* A string: uint16_t length then the bytes, padded to 8. Returns bytes used. */
+static uint32_t fetch_string(struct np_ctx *ctx, const struct aprobe *ap,
+			     const struct np_fetch *f, unsigned char *dst, bool *fault)
+{
+	uint64_t addr;
+	bool is_addr;
+	long n = -1;
+	if (fetch_addr(ctx, ap, f, &addr, &is_addr) == 0)
+		n = np_read_user_str((char *)dst + 2, addr, NP_STRING_MAX);
+	*fault = n < 0;
+	uint16_t len = n < 0 ? 0 : (uint16_t)n;
+	dst[0] = (unsigned char)len;
+	dst[1] = (unsigned char)(len >> 8);
+	return (2u + len + 7u) & ~7u;
+}
+
+/* --- events --------------------------------------------------------------- */
+
+static uint32_t max_record(const struct aprobe *ap)
+{
+	uint32_t len = sizeof(struct np_rec);
+	for (unsigned i = 0; i < ap->m.nargs; i++)
+		len += ap->m.args[i].type == NP_FT_STRING ? (2u + NP_STRING_MAX + 7u) & ~7u : 8u;
+	return len;
+}
+
+/* Room for len bytes at the ring's head, a pad record first if they would
+ * cross the end. NULL (and a drop) when the command has not caught up. */
+static struct np_rec *ring_reserve(struct np_ring *r, uint32_t size, uint32_t len,
+				   uint64_t *head)
+{
+	unsigned char *data = np_ring_data(r, np_agent.shm->nprobes);
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t off = (uint32_t)(*head & (size - 1));
+	uint32_t room = size - off;
+	uint64_t need = room < len ? (uint64_t)room + len : len;
+	if (*head - tail + need > size) {
+		r->drops++;
+		return NULL;
+	}
+	if (room < len) {
+		struct np_rec *pad = (struct np_rec *)(data + off);
+		pad->len = room;
+		pad->probe = NP_REC_PAD;
+		*head += room;
+		off = 0;
+	}
+	return (struct np_rec *)(data + off);
+}
+
+static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
+{
+	uint64_t ts = now_ns(); /* the hit's time, not the record's */
+	struct np_ring *r = ring_self();
+	if (!r)
+		return;
+	count_hit(r, ap);
+	uint64_t head = r->head;
+	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, max_record(ap), &head);
+	if (!rec)
+		return;
+	unsigned char *p = (unsigned char *)(rec + 1);
+	uint32_t faults = 0;
+	for (unsigned i = 0; i < ap->m.nargs; i++) {
+		const struct np_fetch *f = &ap->m.args[i];
+		bool fault = false;
+		if (f->type == NP_FT_STRING) {
+			p += fetch_string(ctx, ap, f, p, &fault);
+		} else {
+			fault = fetch_number(ctx, ap, f, (uint64_t *)p) != 0;
+			p += 8;
+		}
+		faults |= (uint32_t)fault << i;
+	}
+	int cpu = sched_getcpu();
+	rec->len = (uint32_t)(p - (unsigned char *)rec);
+	rec->probe = (uint16_t)ap->m.id;
+	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
+	rec->fault_mask = faults;
+	rec->reserved = 0;
+	rec->ts = ts;
+	rec->pc = np_ctx_pc(ctx);
+	rec->func = ap->m.is_return ? np_ctx_func(ctx) : 0;
+	rec->entry_ts = entry_ts;
+	__atomic_store_n(&r->head, head + rec->len, __ATOMIC_RELEASE);
+}
+
+static void on_event(struct np_ctx *ctx, void *data)
+{
+	emit(ctx, data, 0);
+}
+
+/* A return probe's entry: the call's start time travels with the call. */
+static void on_call_start(struct np_ctx *ctx, void *data)
+{
+	uint64_t *word = np_ctx_call_data(ctx);
+	if (word)
+		*word = now_ns();
+}
+
+static void on_return_event(struct np_ctx *ctx, void *data)
+{
+	uint64_t *word = np_ctx_call_data(ctx);
+	emit(ctx, data, word ? *word : 0);
+}
+
+/* --- latency -------------------------------------------------------------- */
+
+static unsigned hist_bucket(uint64_t v)
+{
+	return v < 2 ? (unsigned)v : 64u - (unsigned)__builtin_clzll(v);
+}
+
+static void on_latency_return(struct np_ctx *ctx, void *data)
+{
+	uint64_t *word = np_ctx_call_data(ctx);
+	struct np_ring *r = ring_self();
+	if (!word || !*word || !r)
+		return;
+	uint64_t d = now_ns() - *word;
+	struct np_hist *h = &r->hist;
+	unsigned b = hist_bucket(np_agent.hist_unit > 1 ? d / np_agent.hist_unit : d);
+	count_hit(r, data);
+	h->bucket[b < NP_HIST_BUCKETS ? b : NP_HIST_BUCKETS - 1]++;
+	if (!h->count || d < h->min)
+		h->min = d;
+	if (d > h->max)
+		h->max = d;
+	h->sum += d;
+	h->count++;
+}
+
+void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret)
+{
+	*entry = NULL;
+	*ret = NULL;
+	switch (ap->m.action) {
+	case NP_ACT_COUNT:
+		*entry = on_count;
+		break;
+	case NP_ACT_EVENT:
+		*entry = ap->m.is_return ? on_call_start : on_event;
+		*ret = ap->m.is_return ? on_return_event : NULL;
+		break;
+	case NP_ACT_LATENCY:
+		*entry = on_call_start;
+		*ret = on_latency_return;
+		break;
+	}
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Placing probes in the modules they belong to, now or when they appear.
+ *
+ * The command names a probe's module by device and inode, so a probe finds
+ * its module whatever path the program loaded it by. Probes whose module is
+ * not mapped yet wait; the agent puts a return probe of its own on dlopen,
+ * and each dlopen that returns places the waiting probes of the modules it
+ * brought, before the program can call into them.
+ *
+ * The control thread does the attaching (see the hook below).
+ */
+#include "agent/agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct module_scan {
+	uint64_t dev, ino;
+	uint64_t bias;
+	bool found;
+};
+
+static int match_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct module_scan *s = cookie;
+	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
+								 : "/proc/self/exe";
+	struct stat st;
+	if (stat(name, &st) || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino)
+		return 0;
+	s->bias = info->dlpi_addr;
+	s->found = true;
+	return 1;
+}
+
+static bool module_bias(uint64_t dev, uint64_t ino, uint64_t *bias)
+{
+	struct module_scan s = {.dev = dev, .ino = ino};
+	dl_iterate_phdr(match_module, &s);
+	*bias = s.bias;
+	return s.found;
+}
+
+static void attached_msg(const struct aprobe *ap, int err)
+{
+	struct np_msg_attached m = {.type = NP_MSG_ATTACHED, .id = ap->m.id, .err = err};
+	if (ap->probe) {
+		m.strategy = np_probe_strategy(ap->probe);
+		m.addr = (uint64_t)(uintptr_t)np_probe_addr(ap->probe);
+	}
+	if (err)
+		snprintf(m.why, sizeof(m.why), "%s", np_agent.why[0] ? np_agent.why : strerror(-err));
+	send(np_agent.sock, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+/* Only the arguments, sp and pc are read at a function entry: the cheapest
+ * trampoline serves it. */
+static unsigned probe_flags(const struct aprobe *ap)
+{
+	unsigned flags = NP_PROBE_NO_FPU; /* handlers.c is general-regs-only */
+	if (ap->m.vaddr != ap->m.func_vaddr)
+		return flags;
+	for (unsigned i = 0; i < ap->m.nargs; i++)
+		if (ap->m.args[i].base == NP_FB_REG)
+			return flags;
+	return flags | NP_PROBE_ARGS_ONLY;
+}
+
+static void attach_one(struct aprobe *ap, uint64_t bias)
+{
+	struct np_probe_opts o = NP_PROBE_OPTS(.data = ap, .strategy = ap->m.strategy,
+					       .flags = probe_flags(ap));
+	np_agent_handlers(ap, &o.on_entry, &o.on_return);
+	if (ap->m.func_size) {
+		o.func_start = (void *)(uintptr_t)(bias + ap->m.func_vaddr);
+		o.func_size = ap->m.func_size;
+	}
+	np_agent.why[0] = 0;
+	ap->bias = bias;
+	ap->probe = np_probe_attach((void *)(uintptr_t)(bias + ap->m.vaddr), &o);
+	ap->state = ap->probe ? AP_ATTACHED : AP_FAILED;
+	attached_msg(ap, ap->probe ? 0 : -errno);
+}
+
+/* Attach every waiting probe whose module is now mapped. Returns how many
+ * are still waiting. Caller holds np_agent.lock. */
+int np_agent_attach_pending(void)
+{
+	int waiting = 0;
+	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
+		struct aprobe *ap = &np_agent.probes[i];
+		uint64_t bias;
+		if (ap->state != AP_PENDING)
+			continue;
+		if (module_bias(ap->m.dev, ap->m.ino, &bias))
+			attach_one(ap, bias);
+		else
+			waiting++;
+	}
+	return waiting;
+}
+
+void np_agent_detach_all(void)
+{
+	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
+		struct aprobe *ap = &np_agent.probes[i];
+		if (ap->probe)
+			np_probe_free(ap->probe);
+		ap->probe = NULL;
+	}
+}
+
+/* --- the dlopen hook ---------------------------------------------------------- */
+
+/* A handler may not attach probes (the engine refuses: a detach could be
+ * waiting for that very handler). So the handler asks the control thread,
+ * which owns every attach, and waits until its request has been served or
+ * the session is closing. */
+static struct np_probe *dlopen_probe;
+static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t req_done = PTHREAD_COND_INITIALIZER;
+static uint64_t req_asked, req_served;
+static bool hook_open;
+static int hook_busy; /* handlers between the gate and their return */
+
+static void after_dlopen(struct np_ctx *ctx, void *data)
+{
+	if (!np_ctx_retval(ctx))
+		return; /* dlopen failed: nothing new is mapped */
+	pthread_mutex_lock(&req_lock);
+	hook_busy++;
+	uint64_t mine = ++req_asked;
+	if (hook_open && write(np_agent.wake_fd, &(uint64_t){1}, 8) == 8)
+		while (hook_open && req_served < mine)
+			pthread_cond_wait(&req_done, &req_lock);
+	hook_busy--;
+	pthread_cond_broadcast(&req_done);
+	pthread_mutex_unlock(&req_lock);
+}
+
+/* Control thread: serve every request asked so far. */
+void np_agent_serve_dlopen(void)
+{
+	uint64_t n;
+	if (read(np_agent.wake_fd, &n, sizeof(n)) != sizeof(n))
+		return;
+	pthread_mutex_lock(&req_lock);
+	uint64_t asked = req_asked;
+	pthread_mutex_unlock(&req_lock);
+	pthread_mutex_lock(&np_agent.lock);
+	np_agent_attach_pending();
+	pthread_mutex_unlock(&np_agent.lock);
+	pthread_mutex_lock(&req_lock);
+	req_served = asked;
+	pthread_cond_broadcast(&req_done);
+	pthread_mutex_unlock(&req_lock);
+}
+
+int np_agent_hook_dlopen(void)
+{
+	void *fn = dlsym(RTLD_DEFAULT, "dlopen");
+	if (!fn)
+		return -ENOENT;
+	struct np_probe_opts o = NP_PROBE_OPTS(.on_return = after_dlopen,
+					       .name = "nanoprobe:dlopen");
+	pthread_mutex_lock(&req_lock);
+	hook_open = true;
+	pthread_mutex_unlock(&req_lock);
+	dlopen_probe = np_probe_attach(fn, &o);
+	return dlopen_probe ? 0 : -errno;
+}
+
+/* Close the gate, release the waiting handlers, then detach: the detach
+ * waits for handlers still running, which now wait for nothing. */
+void np_agent_unhook_dlopen(void)
+{
+	pthread_mutex_lock(&req_lock);
+	hook_open = false;
+	pthread_cond_broadcast(&req_done);
+	while (hook_busy)
+		pthread_cond_wait(&req_done, &req_lock);
+	pthread_mutex_unlock(&req_lock);
+	if (dlopen_probe)
+		np_probe_free(dlopen_probe);
+	dlopen_probe = NULL;
+}

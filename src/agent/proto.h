@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the agent and the nanoprobe command share: the control messages on
+ * the Unix socket, and the layout of the shared-memory area where probes
+ * leave their events and counters.
+ *
+ * Control: a SOCK_SEQPACKET socket in the abstract namespace, one message
+ * per struct. The command listens, the agent connects (from its constructor
+ * when preloaded, from nanoprobe_agent_start when injected), and the command
+ * checks SO_PEERCRED. Then:
+ *   command -> agent  HELLO, PROBE x n, GO
+ *   agent -> command  ATTACHED x n (one per probe, now or when its module
+ *                     appears), READY with the shared memory as SCM_RIGHTS
+ *   command -> agent  DETACH      agent -> command  DETACHED
+ * A socket that closes is a DETACH: if the command dies, the agent removes
+ * its probes by itself.
+ *
+ * Shared memory: one memfd made by the agent, mapped by both. A header, a
+ * per-probe table the agent fills (strategy, address), then `nrings`
+ * rings. A thread claims a ring on its first hit and is its only writer:
+ * counters there are plain increments, events go into a single-producer
+ * byte ring that drops (and counts) rather than waits. The command never
+ * trusts this memory: every record is bounds-checked before use.
+ */
+#ifndef NP_AGENT_PROTO_H
+#define NP_AGENT_PROTO_H
+#include <stdint.h>
+
+#define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
+#define NP_PROTO_VERSION 1
+#define NP_AGENT_START_SYM "nanoprobe_agent_start"
+#define NP_AGENT_ENV_SOCK "NANOPROBE_AGENT_SOCK"
+
+#define NP_PATH_MAX 512
+#define NP_ARG_NAME_MAX 32
+#define NP_MAX_ARGS 16
+#define NP_MAX_DEREF 4
+#define NP_STRING_MAX 256 /* bytes a string fetch copies, NUL included */
+#define NP_HIST_BUCKETS 64
+
+enum np_msg_type {
+	NP_MSG_HELLO = 1,
+	NP_MSG_PROBE,
+	NP_MSG_GO,
+	NP_MSG_ATTACHED,
+	NP_MSG_READY,
+	NP_MSG_DETACH,
+	NP_MSG_DETACHED,
+};
+
+/* What a probe's handler does on a hit. */
+enum np_action {
+	NP_ACT_COUNT = 1,   /* counts[id]++ in the thread's ring */
+	NP_ACT_EVENT,       /* a record into the thread's ring */
+	NP_ACT_LATENCY,     /* entry-to-return time into the ring's histogram */
+};
+
+enum np_fetch_base {
+	NP_FB_REG = 1, /* register number (np_reg_lookup) */
+	NP_FB_ARG,     /* calling-convention argument index, 0-based */
+	NP_FB_RETVAL,
+	NP_FB_STACK,   /* n-th word at the stack pointer */
+	NP_FB_SP,      /* the stack pointer itself ($stack) */
+	NP_FB_IMM,     /* an absolute address (@ADDR) */
+	NP_FB_MODREL,  /* a vaddr in the probe's module (@SYMBOL, @+OFFS) */
+};
+
+enum np_fetch_type {
+	NP_FT_U = 1, /* unsigned decimal */
+	NP_FT_S,     /* signed decimal */
+	NP_FT_X,     /* hexadecimal */
+	NP_FT_STRING,
+};
+
+/* base, then each deref d reads a pointer at value + off[d]; the last one
+ * reads `size` bytes (or, for a string, the string at value + off). */
+struct np_fetch {
+	char name[NP_ARG_NAME_MAX];
+	uint8_t base;  /* enum np_fetch_base */
+	uint8_t type;  /* enum np_fetch_type */
+	uint8_t size;  /* 1, 2, 4, 8 */
+	uint8_t nderef;
+	int32_t index; /* register, argument or stack index */
+	uint64_t imm;  /* NP_FB_IMM / NP_FB_MODREL address */
+	int64_t off[NP_MAX_DEREF];
+};
+
+struct np_msg_hello {
+	uint32_t type, magic, version;
+	uint32_t nprobes;
+	uint32_t nrings;
+	uint32_t ring_bytes; /* event bytes per ring, a power of two */
+	uint32_t hist_unit;  /* latency buckets count in this many ns */
+};
+
+struct np_msg_probe {
+	uint32_t type;
+	uint32_t id;
+	uint8_t is_return; /* handler at the function's return */
+	uint8_t action;    /* enum np_action */
+	uint8_t strategy;  /* enum np_strategy (AUTO unless forced) */
+	uint8_t nargs;
+	/* The module, by identity: path for messages, device and inode to
+	 * match a mapping (the target may see another path, e.g. in a chroot). */
+	char path[NP_PATH_MAX];
+	uint64_t dev, ino;
+	uint64_t vaddr;      /* the site, ELF vaddr */
+	uint64_t func_vaddr; /* its function's bounds, 0 if unknown */
+	uint64_t func_size;
+	struct np_fetch args[NP_MAX_ARGS];
+};
+
+struct np_msg_attached {
+	uint32_t type;
+	uint32_t id;
+	int32_t err;       /* 0 or -errno */
+	uint32_t strategy; /* enum np_strategy chosen */
+	uint64_t addr;     /* runtime address */
+	char why[200];     /* the engine's reason on failure */
+};
+
+struct np_msg_simple { /* GO, READY, DETACH, DETACHED */
+	uint32_t type;
+	uint32_t pending; /* READY: probes waiting for their module */
+};
+
+/* --- shared memory ------------------------------------------------------ */
+
+struct np_shm_header {
+	uint32_t magic, version;
+	uint32_t nprobes, nrings;
+	uint32_t ring_bytes;  /* event area of one ring */
+	uint32_t ring_stride; /* bytes from one ring to the next */
+	uint64_t no_ring;     /* hits of threads that found every ring taken */
+};
+
+enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };
+
+/* Latency aggregate: count, sum, min and max in ns; the buckets in the
+ * unit HELLO asked for, as bpftrace's hist(): [0], [1], [2,4), [4,8)... */
+struct np_hist {
+	uint64_t count, sum, min, max;
+	uint64_t bucket[NP_HIST_BUCKETS];
+};
+
+struct np_ring {
+	_Alignas(64) uint64_t head; /* bytes written, producer */
+	_Alignas(64) uint64_t tail; /* bytes consumed, command */
+	_Alignas(64) uint32_t state; /* enum np_ring_state */
+	int32_t tid;
+	char comm[16];               /* the thread's name when it claimed */
+	uint64_t drops;              /* events lost to a full ring */
+	struct np_hist hist;
+	/* then: uint64_t counts[nprobes], then ring_bytes of events */
+};
+
+/* An event. len covers header and arguments, a multiple of 8; a record with
+ * probe == NP_REC_PAD fills the end of the ring before a wrap. */
+#define NP_REC_PAD 0xffff
+struct np_rec {
+	uint32_t len;
+	uint16_t probe;
+	uint16_t cpu;
+	uint32_t fault_mask; /* bit i: argument i could not be read */
+	uint32_t reserved;
+	uint64_t ts;       /* CLOCK_MONOTONIC ns */
+	uint64_t pc;       /* entry: the site; return: where it returns to */
+	uint64_t func;     /* return: the function's address */
+	uint64_t entry_ts; /* return: when the call began, 0 if unknown */
+	/* then per argument: a number is a uint64_t; a string is a uint16_t
+	 * length, its bytes (no NUL), padded to 8. */
+};
+
+static inline uint64_t *np_ring_counts(struct np_ring *r)
+{
+	return (uint64_t *)(r + 1);
+}
+
+static inline unsigned char *np_ring_data(struct np_ring *r, uint32_t nprobes)
+{
+	return (unsigned char *)(np_ring_counts(r) + nprobes);
+}
+
+static inline uint32_t np_ring_stride(uint32_t nprobes, uint32_t ring_bytes)
+{
+	uint64_t s = sizeof(struct np_ring) + 8ull * nprobes + ring_bytes;
+	return (uint32_t)((s + 4095) & ~4095ull);
+}
+#endif

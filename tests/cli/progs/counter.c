@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* A single-threaded program with calls the CLI tests can count exactly:
+ * work() N times, greet() once per name, and a bad pointer given to
+ * greet_ptr() so that a string fetch meets a fault. Output depends only on
+ * the arguments. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NOINLINE __attribute__((noinline, noipa))
+
+NOINLINE long work(long i)
+{
+	return i * 3 + 1;
+}
+
+NOINLINE int greet(const char *name, int times)
+{
+	int n = 0;
+	for (const char *p = name; *p; p++)
+		n += *p;
+	return n * times;
+}
+
+/* Never reads its argument: the probe's fetch is the only reader. */
+NOINLINE int greet_ptr(const char *name)
+{
+	return name == NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000, sum = 0;
+	static const char *const names[] = {"ada", "grace", "linus"};
+	for (long i = 0; i < n; i++)
+		sum += work(i);
+	for (int i = 0; i < 3; i++)
+		sum += greet(names[i], i + 1);
+	sum += greet_ptr((const char *)(uintptr_t)0x10);
+	printf("counter: n=%ld sum=%ld\n", n, sum);
+	return 0;
+}

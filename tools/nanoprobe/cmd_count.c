@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nanoprobe count: calls per function, like bcc's funccount. Each hit is
+ * one increment in the calling thread's own counter; nothing else crosses
+ * from the program to us until the end (or each -i interval).
+ *
+ *   FUNC                                    COUNT
+ *   free                                      120
+ *   malloc                                    123
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "session.h"
+
+struct count {
+	const struct probe_set *set;
+	uint64_t *last; /* totals at the previous interval */
+	bool json, many_files;
+};
+
+struct row {
+	const struct rprobe *p;
+	uint64_t n;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1; /* funccount: the busiest last */
+	return strcmp(x->p->event, y->p->event);
+}
+
+static const char *label(const struct count *c, const struct rprobe *p, char *buf, size_t len)
+{
+	const char *name = p->func[0] ? p->func : p->event;
+	if (!c->many_files)
+		return name;
+	const char *base = strrchr(p->m.path, '/');
+	snprintf(buf, len, "%s:%s", base ? base + 1 : p->m.path, name);
+	return buf;
+}
+
+static void print_rows(const struct count *c, struct row *rows, size_t n)
+{
+	char buf[1024];
+	qsort(rows, n, sizeof(*rows), by_count);
+	if (c->json) {
+		printf("{\"counts\":[");
+		for (size_t i = 0; i < n; i++)
+			printf("%s{\"func\":\"%s\",\"path\":\"%s\",\"addr\":\"0x%llx\",\"count\":%llu}",
+			       i ? "," : "", label(c, rows[i].p, buf, sizeof(buf)), rows[i].p->m.path,
+			       (unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n);
+		printf("]}\n");
+		return;
+	}
+	printf("%-36s %12s\n", "FUNC", "COUNT");
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].n)
+			printf("%-36s %12llu\n", label(c, rows[i].p, buf, sizeof(buf)),
+			       (unsigned long long)rows[i].n);
+}
+
+/* Counts since the last print (all of them the first time). */
+static void print_counts(struct count *c, const uint64_t *now)
+{
+	struct row *rows = calloc(c->set->n ? c->set->n : 1, sizeof(*rows));
+	if (!rows)
+		return;
+	for (size_t i = 0; i < c->set->n; i++) {
+		rows[i].p = &c->set->p[i];
+		rows[i].n = now[i] - c->last[i];
+		c->last[i] = now[i];
+	}
+	print_rows(c, rows, c->set->n);
+	free(rows);
+	fflush(stdout);
+}
+
+static void on_interval(const struct totals *t, void *cookie)
+{
+	struct count *c = cookie;
+	time_t now = time(NULL);
+	char stamp[16];
+	strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
+	if (!c->json)
+		printf("\n[%s]\n", stamp);
+	print_counts(c, t->counts);
+}
+
+static bool several_files(const struct probe_set *set)
+{
+	for (size_t i = 1; i < set->n; i++)
+		if (set->p[i].m.ino != set->p[0].m.ino || set->p[i].m.dev != set->p[0].m.dev)
+			return true;
+	return false;
+}
+
+static int count_option(int opt, const char *arg, void *cookie)
+{
+	struct session_opts *o = cookie;
+	char *end;
+	if (opt != 'i')
+		return -1;
+	o->interval = strtod(arg, &end);
+	if (*end || o->interval <= 0) {
+		fprintf(stderr, "nanoprobe count: -i wants a number of seconds > 0, not '%s'\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static void banner(const struct session_opts *o, const struct probe_set *set, char **argv,
+		   int first)
+{
+	if (o->json)
+		return;
+	fprintf(stderr, "Tracing %zu function%s for \"%s%s\"... Hit Ctrl-C to end.\n", set->n,
+		set->n == 1 ? "" : "s", argv[first], o->argend - first > 1 ? " ..." : "");
+}
+
+int cmd_count(int argc, char **argv)
+{
+	struct session_opts o = {.verb = "count"};
+	struct probe_set set = {0};
+	struct spec *specs = NULL;
+	struct totals t;
+	int first = session_parse_opts(argc, argv, &o, "i:", NULL, count_option, &o);
+	if (first < 0)
+		return 2;
+	int rc = session_add_specs(&o, argv, first, NP_ACT_COUNT, &set, &specs);
+	struct count c = {&set, calloc(set.n ? set.n : 1, sizeof(uint64_t)), o.json,
+			  several_files(&set)};
+	if (!rc && !c.last)
+		rc = 1;
+	if (!rc) {
+		banner(&o, &set, argv, first);
+		rc = session_run(&o, &set, &(struct session_ops){NULL, on_interval, &c}, &t);
+	}
+	if (!rc) {
+		if (o.interval > 0 && !o.json)
+			on_interval(&t, &c);
+		else
+			print_counts(&c, t.counts);
+		totals_free(&t);
+	}
+	session_finish(&o);
+	free(c.last);
+	probe_set_free(&set);
+	free(specs);
+	return rc;
+}

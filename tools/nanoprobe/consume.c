@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer side of the rings (the producer is src/agent/handlers.c).
+ *
+ * The traced program can write anything into this memory: a bug in it, or
+ * in the agent, must cost us a record, never a crash or a wild read. So
+ * every index is checked against the ring before use, each record is
+ * copied out before it is parsed, and one that does not parse is counted as
+ * corrupt and skipped; a length that cannot be trusted discards what is
+ * left in that ring.
+ */
+#include "consume.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REC_MAX (sizeof(struct np_rec) + NP_MAX_ARGS * ((2u + NP_STRING_MAX + 7u) & ~7u))
+
+static struct np_ring *ring_at(const struct consumer *c, uint32_t i)
+{
+	return (struct np_ring *)((char *)c->shm + 4096 + (size_t)i * c->stride);
+}
+
+int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
+		  const struct probe_set *set, pid_t pid, struct totals *t)
+{
+	struct stat st;
+	memset(c, 0, sizeof(*c));
+	c->nprobes = h->nprobes;
+	c->nrings = h->nrings;
+	c->ring_bytes = h->ring_bytes;
+	c->stride = np_ring_stride(h->nprobes, h->ring_bytes);
+	c->size = 4096 + (size_t)c->nrings * c->stride;
+	c->set = set;
+	c->pid = pid;
+	c->totals = t;
+	if (fstat(fd, &st) || (size_t)st.st_size < c->size)
+		return -EPROTO;
+	void *p = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	c->shm = p;
+	const struct np_shm_header *hdr = p;
+	if (hdr->magic != NP_PROTO_MAGIC || hdr->nprobes != c->nprobes ||
+	    hdr->nrings != c->nrings || hdr->ring_bytes != c->ring_bytes ||
+	    hdr->ring_stride != c->stride) {
+		consumer_close(c);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void consumer_close(struct consumer *c)
+{
+	if (c->shm)
+		munmap(c->shm, c->size);
+	c->shm = NULL;
+}
+
+/* --- records ------------------------------------------------------------- */
+
+static bool decode_args(const struct rprobe *p, const unsigned char *buf, uint32_t len,
+			struct event *ev)
+{
+	uint32_t at = sizeof(struct np_rec);
+	for (unsigned i = 0; i < p->m.nargs; i++) {
+		if (p->m.args[i].type != NP_FT_STRING) {
+			if (at + 8 > len)
+				return false;
+			memcpy(&ev->arg[i].num, buf + at, 8);
+			at += 8;
+			continue;
+		}
+		uint16_t n;
+		if (at + 2 > len)
+			return false;
+		memcpy(&n, buf + at, 2);
+		uint32_t used = (2u + n + 7u) & ~7u;
+		if (n >= NP_STRING_MAX || at + used > len)
+			return false;
+		ev->arg[i].str = (const char *)buf + at + 2;
+		ev->arg[i].len = n;
+		at += used;
+	}
+	return at == len;
+}
+
+static bool decode(const struct consumer *c, const unsigned char *buf, uint32_t len,
+		   const struct np_ring *r, struct event *ev)
+{
+	struct np_rec rec;
+	memcpy(&rec, buf, sizeof(rec));
+	if (rec.probe >= c->set->n || rec.probe >= c->nprobes)
+		return false;
+	memset(ev, 0, sizeof(*ev));
+	ev->probe = &c->set->p[rec.probe];
+	ev->tid = r->tid;
+	memcpy(ev->comm, r->comm, sizeof(ev->comm));
+	ev->comm[sizeof(ev->comm) - 1] = 0;
+	ev->cpu = rec.cpu;
+	ev->ts = rec.ts;
+	ev->pc = rec.pc;
+	ev->func = rec.func;
+	ev->entry_ts = rec.entry_ts;
+	ev->fault_mask = rec.fault_mask;
+	return decode_args(ev->probe, buf, len, ev);
+}
+
+static void drain_ring(struct consumer *c, struct np_ring *r, const struct session_ops *ops)
+{
+	static unsigned char buf[REC_MAX];
+	const unsigned char *data = np_ring_data(r, c->nprobes);
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	if (head - tail > c->ring_bytes) { /* includes head < tail */
+		c->totals->corrupt++;
+		tail = head;
+	}
+	while (tail < head) {
+		uint32_t off = (uint32_t)(tail & (c->ring_bytes - 1));
+		uint32_t len;
+		uint16_t probe;
+		memcpy(&len, data + off, sizeof(len));
+		memcpy(&probe, data + off + 4, sizeof(probe));
+		if (len < 8 || len % 8 || len > head - tail || len > c->ring_bytes - off) {
+			c->totals->corrupt++; /* cannot find the next record */
+			tail = head;
+			break;
+		}
+		if (probe != NP_REC_PAD) {
+			struct event ev;
+			bool ok = len >= sizeof(struct np_rec) && len <= sizeof(buf);
+			if (ok)
+				memcpy(buf, data + off, len);
+			if (ok && decode(c, buf, len, r, &ev)) {
+				if (ops->on_event)
+					ops->on_event(&ev, ops->cookie);
+			} else {
+				c->totals->corrupt++;
+			}
+		}
+		tail += len;
+	}
+	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+}
+
+/* --- totals --------------------------------------------------------------- */
+
+static void hist_add(struct np_hist *to, const struct np_hist *from)
+{
+	struct np_hist h;
+	memcpy(&h, from, sizeof(h)); /* one read of shared memory */
+	if (!h.count)
+		return;
+	if (!to->count || h.min < to->min)
+		to->min = h.min;
+	if (h.max > to->max)
+		to->max = h.max;
+	to->count += h.count;
+	to->sum += h.sum;
+	for (unsigned i = 0; i < NP_HIST_BUCKETS; i++)
+		to->bucket[i] += h.bucket[i];
+}
+
+static void ring_add(const struct consumer *c, struct np_ring *r, struct totals *t)
+{
+	const uint64_t *counts = np_ring_counts(r);
+	for (uint32_t i = 0; i < c->nprobes; i++)
+		t->counts[i] += counts[i];
+	hist_add(&t->hist, &r->hist);
+	t->drops += r->drops;
+}
+
+void consumer_totals(const struct consumer *c, struct totals *now)
+{
+	const struct totals *f = c->totals;
+	memcpy(now->counts, f->counts, c->nprobes * sizeof(uint64_t));
+	now->hist = f->hist;
+	now->drops = f->drops;
+	now->corrupt = f->corrupt;
+	for (uint32_t i = 0; c->shm && i < c->nrings; i++)
+		ring_add(c, ring_at(c, i), now);
+	now->no_ring = c->shm ? c->shm->no_ring : f->no_ring;
+}
+
+/* A thread that is gone never writes its ring again: fold it and free it. */
+static void reap_ring(struct consumer *c, struct np_ring *r)
+{
+	ring_add(c, r, c->totals);
+	memset(np_ring_counts(r), 0, c->nprobes * sizeof(uint64_t));
+	memset(&r->hist, 0, sizeof(r->hist));
+	r->drops = 0;
+	r->head = r->tail = 0;
+	r->tid = 0;
+	memset(r->comm, 0, sizeof(r->comm));
+	__atomic_store_n(&r->state, NP_RING_FREE, __ATOMIC_RELEASE);
+}
+
+static bool thread_gone(pid_t pid, int tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, tid);
+	return access(path, F_OK) != 0 && errno == ENOENT;
+}
+
+void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap)
+{
+	char self[32];
+	snprintf(self, sizeof(self), "/proc/%d", (int)c->pid);
+	reap = reap && access(self, F_OK) == 0;
+	for (uint32_t i = 0; c->shm && i < c->nrings; i++) {
+		struct np_ring *r = ring_at(c, i);
+		uint32_t state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+		if (state == NP_RING_FREE)
+			continue;
+		/* gone first: what it wrote before dying is drained below */
+		bool gone = reap && state == NP_RING_OWNED && thread_gone(c->pid, r->tid);
+		drain_ring(c, r, ops);
+		if (gone)
+			reap_ring(c, r);
+	}
+}

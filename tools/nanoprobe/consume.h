@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading the agent's rings. The memory is the traced program's to write:
+ * nothing in it is trusted, every record is copied out, then checked. */
+#ifndef NP_CLI_CONSUME_H
+#define NP_CLI_CONSUME_H
+#include "session.h"
+
+struct consumer {
+	struct np_shm_header *shm;
+	size_t size;
+	uint32_t nprobes, nrings, ring_bytes, stride;
+	const struct probe_set *set;
+	pid_t pid;
+	struct totals *totals; /* folded in from rings of threads that ended */
+};
+
+/* Map the agent's memory and check its header against what HELLO asked. */
+int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
+		  const struct probe_set *set, pid_t pid, struct totals *t);
+void consumer_close(struct consumer *c);
+/* Hand every new event to ops->on_event. With `reap`, rings of threads
+ * that no longer exist are folded into the totals and freed for reuse. */
+void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap);
+/* The totals now: folded values plus every live ring. */
+void consumer_totals(const struct consumer *c, struct totals *now);
+#endif

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Starting the program with the agent preloaded, or injecting the agent
+ * into a running process (inject.c does the ptrace work).
+ */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/proto.h"
+#include "inject.h"
+
+#define AGENT_NAME "libnanoprobe-agent.so"
+
+static pid_t child = -1;
+static int child_status = -1;
+
+static bool usable(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+int launch_agent_path(char *out, size_t len, char *err, size_t errlen)
+{
+	const char *env = getenv("NANOPROBE_AGENT");
+	char exe[PATH_MAX];
+	static const char *const beside[] = {"/../lib/nanoprobe/" AGENT_NAME,
+					     "/../../src/agent/" AGENT_NAME};
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return usable(out) ? 0 : (snprintf(err, errlen, "NANOPROBE_AGENT=%s: %s", env,
+						   strerror(errno)), -ENOENT);
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	for (size_t i = 0; i < sizeof(beside) / sizeof(*beside); i++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s%s", exe, beside[i]);
+		if (usable(path) && realpath(path, out))
+			return 0;
+	}
+	snprintf(err, errlen, "cannot find %s next to %s (set NANOPROBE_AGENT)", AGENT_NAME, exe);
+	return -ENOENT;
+}
+
+/* LD_PRELOAD is ignored by a program without an interpreter. */
+bool launch_is_static(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool dynamic = false;
+	elf_version(EV_CURRENT);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t n = 0;
+	if (e && elf_getphdrnum(e, &n) == 0)
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+				dynamic = true;
+		}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return e && !dynamic;
+}
+
+static int preload_env(const char *agent, const char *sock)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *v = NULL;
+	if (asprintf(&v, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "") < 0)
+		return -1;
+	int rc = setenv("LD_PRELOAD", v, 1) || setenv(NP_AGENT_ENV_SOCK, sock, 1);
+	free(v);
+	return rc;
+}
+
+/* The child reports a failed exec through a close-on-exec pipe. */
+static void exec_child(char **cmd, const char *agent, const char *sock, int report)
+{
+	int err = preload_env(agent, sock) ? errno : 0;
+	if (!err) {
+		execvp(cmd[0], cmd);
+		err = errno;
+	}
+	if (write(report, &err, sizeof(err)) < 0) {
+	}
+	_exit(127);
+}
+
+int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen)
+{
+	char agent[PATH_MAX];
+	int pipefd[2], rc = launch_agent_path(agent, sizeof(agent), err, errlen);
+	if (rc)
+		return rc;
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	child = fork();
+	if (child == 0)
+		exec_child(cmd, agent, sock, pipefd[1]);
+	close(pipefd[1]);
+	int child_err = 0;
+	ssize_t n = child > 0 ? read(pipefd[0], &child_err, sizeof(child_err)) : -1;
+	close(pipefd[0]);
+	if (child < 0 || n > 0) {
+		snprintf(err, errlen, "cannot run '%s': %s", cmd[0],
+			 strerror(child < 0 ? errno : child_err));
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		child = -1;
+		return -ENOEXEC;
+	}
+	*pid = child;
+	return 0;
+}
+
+int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
+{
+	char agent[PATH_MAX];
+	int ret = 0, rc = launch_agent_path(agent, sizeof(agent), err, errlen);
+	if (!rc)
+		rc = np_inject_agent(pid, agent, NP_AGENT_START_SYM, sock, &ret, err, errlen);
+	if (!rc && ret) {
+		snprintf(err, errlen, "the agent in process %d could not start: %s%s", (int)pid,
+			 strerror(-ret), ret == -EBUSY ? " (another nanoprobe is tracing it)" : "");
+		rc = ret;
+	}
+	return rc;
+}
+
+bool launch_child_exited(pid_t pid)
+{
+	if (child <= 0 || pid != child)
+		return false;
+	if (child_status >= 0)
+		return true;
+	int st;
+	if (waitpid(child, &st, WNOHANG) == child) {
+		child_status = st;
+		return true;
+	}
+	return false;
+}
+
+void launch_kill_child(void)
+{
+	if (child > 0 && child_status < 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &child_status, 0);
+	}
+}
+
+int launch_wait_child(void)
+{
+	if (child <= 0)
+		return -1;
+	while (child_status < 0) {
+		int st;
+		if (waitpid(child, &st, 0) == child)
+			child_status = st;
+		else if (errno != EINTR)
+			break;
+	}
+	return child_status;
+}
+
+int launch_check_pid(pid_t pid, char *err, size_t errlen)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "process %d not found", (int)pid);
+		return -ESRCH;
+	}
+	int rc = 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6) && strchr(line, 'Z')) {
+			snprintf(err, errlen, "process %d is a zombie", (int)pid);
+			rc = -ESRCH;
+		}
+	fclose(f);
+	return rc;
+}

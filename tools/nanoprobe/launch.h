@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Getting the agent into the target: preloaded into a program we start, or
+ * injected into one that runs. */
+#ifndef NP_CLI_LAUNCH_H
+#define NP_CLI_LAUNCH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The agent's shared object: $NANOPROBE_AGENT, else next to this command
+ * (installed: ../lib/nanoprobe/, build tree: ../../src/agent/). */
+int launch_agent_path(char *out, size_t len, char *err, size_t errlen);
+/* A program LD_PRELOAD cannot reach: no PT_INTERP. */
+bool launch_is_static(const char *path);
+/* fork + exec cmd with the agent preloaded and told `sock`. */
+int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen);
+int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
+/* The started program has exited (always false for -p). */
+bool launch_child_exited(pid_t pid);
+void launch_kill_child(void);
+/* Wait for the started program to end; its wait status, or -1 if none. */
+int launch_wait_child(void);
+/* Check that pid can be traced at all: exists, not a zombie. */
+int launch_check_pid(pid_t pid, char *err, size_t errlen);
+#endif

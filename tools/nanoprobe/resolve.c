@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resolving specs. The file is found as the kernel's tools would (absolute
+ * path, $PATH, library short name through the target's mappings and the
+ * loader's cache); functions come from every symbol source the file has.
+ * The agent is told the module by device and inode and the site by ELF
+ * vaddr: it adds the load bias of whatever mapping matches.
+ */
+#include "resolve.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "symtab.h"
+
+/* Symbol tables stay loaded for the life of the command. */
+static struct np_symtab *tables;
+static size_t ntables;
+
+static int table_for(const char *path, const struct np_symtab **out, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ntables; i++)
+		if (!strcmp(tables[i].path, path)) {
+			*out = &tables[i];
+			return 0;
+		}
+	struct np_symtab *t = realloc(tables, (ntables + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	tables = t;
+	int rc = np_symtab_load(path, &tables[ntables], err, errlen);
+	if (rc)
+		return rc;
+	*out = &tables[ntables++];
+	return 0;
+}
+
+static struct rprobe *add_probe(struct probe_set *set)
+{
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 16;
+		struct rprobe *p = realloc(set->p, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		set->p = p;
+		set->cap = cap;
+	}
+	struct rprobe *r = &set->p[set->n];
+	memset(r, 0, sizeof(*r));
+	r->m.type = NP_MSG_PROBE;
+	r->m.id = (uint32_t)set->n++;
+	return r;
+}
+
+/* perf probe's names: group probe_<file>, event <func>[_<off>][__return]. */
+static void name_probe(struct rprobe *r, const struct spec *s, const char *path)
+{
+	char base[NP_PATH_MAX];
+	snprintf(base, sizeof(base), "%s", path);
+	char *b = basename(base);
+	b[strcspn(b, ".")] = 0;
+	if (s->group[0])
+		snprintf(r->group, sizeof(r->group), "%s", s->group);
+	else
+		snprintf(r->group, sizeof(r->group), "probe_%s", b);
+	if (s->event[0])
+		snprintf(r->event, sizeof(r->event), "%s", s->event);
+	else if (!r->func[0])
+		snprintf(r->event, sizeof(r->event), "%s_0x%llx", b, (unsigned long long)s->offset);
+	else if (s->symbol[0] && s->offset)
+		snprintf(r->event, sizeof(r->event), "%s_%llu", r->func,
+			 (unsigned long long)s->offset);
+	else
+		snprintf(r->event, sizeof(r->event), "%s%s", r->func, s->is_return ? "__return" : "");
+}
+
+static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_symtab *st,
+			char *err, size_t errlen)
+{
+	r->m.nargs = (uint8_t)s->nargs;
+	for (unsigned i = 0; i < s->nargs; i++) {
+		const struct spec_arg *a = &s->args[i];
+		r->m.args[i] = a->f;
+		if (a->file_offset &&
+		    np_symtab_offset_to_vaddr(st, a->f.imm, &r->m.args[i].imm)) {
+			snprintf(err, errlen, "%s: @+0x%llx is outside the file's segments", st->path,
+				 (unsigned long long)a->f.imm);
+			return -ERANGE;
+		}
+		if (a->sym[0]) {
+			uint64_t v;
+			if (np_symtab_find_data(st, a->sym, &v)) {
+				snprintf(err, errlen, "unknown symbol '@%s' in %s", a->sym, st->path);
+				return -ENOENT;
+			}
+			r->m.args[i].imm = v + a->f.imm;
+		}
+	}
+	return 0;
+}
+
+static int fill_probe(struct probe_set *set, const struct spec *s, const struct np_symtab *st,
+		      const struct stat *file, const struct np_sym *fn, uint64_t vaddr,
+		      unsigned action, char *err, size_t errlen)
+{
+	struct rprobe *r = add_probe(set);
+	if (!r)
+		return -ENOMEM;
+	r->spec = s;
+	r->m.is_return = s->is_return;
+	r->m.action = (uint8_t)action;
+	snprintf(r->m.path, sizeof(r->m.path), "%s", st->path);
+	r->m.dev = (uint64_t)file->st_dev;
+	r->m.ino = (uint64_t)file->st_ino;
+	r->m.vaddr = vaddr;
+	if (fn) {
+		snprintf(r->func, sizeof(r->func), "%s", fn->name);
+		r->m.func_vaddr = fn->addr;
+		r->m.func_size = fn->size;
+	}
+	name_probe(r, s, st->path);
+	return resolve_args(r, s, st, err, errlen);
+}
+
+static int resolve_symbols(struct probe_set *set, const struct spec *s,
+			   const struct np_symtab *st, const struct stat *file, unsigned action,
+			   char *err, size_t errlen)
+{
+	const struct np_sym **m = NULL;
+	size_t n = np_symtab_match(st, s->symbol, &m);
+	int rc = 0;
+	if (!n) {
+		char hint[256] = "";
+		if (!strpbrk(s->symbol, "*?["))
+			np_symtab_suggest(st, s->symbol, hint, sizeof(hint));
+		snprintf(err, errlen, "unknown symbol '%s' in %s%s%s", s->symbol, st->path,
+			 hint[0] ? "; " : "", hint);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (m[i]->size && s->offset >= m[i]->size) {
+			snprintf(err, errlen, "%s+%llu is past the end of %s (%llu bytes)", s->symbol,
+				 (unsigned long long)s->offset, m[i]->name,
+				 (unsigned long long)m[i]->size);
+			rc = -ERANGE;
+			break;
+		}
+		rc = fill_probe(set, s, st, file, m[i], m[i]->addr + s->offset, action, err, errlen);
+	}
+	free(m);
+	return rc;
+}
+
+static int resolve_offset(struct probe_set *set, const struct spec *s,
+			  const struct np_symtab *st, const struct stat *file, unsigned action,
+			  char *err, size_t errlen)
+{
+	uint64_t vaddr;
+	if (np_symtab_offset_to_vaddr(st, s->offset, &vaddr)) {
+		snprintf(err, errlen, "offset 0x%llx is outside the loadable segments of %s",
+			 (unsigned long long)s->offset, st->path);
+		return -ERANGE;
+	}
+	const struct np_sym *fn = np_symtab_at(st, vaddr);
+	if (s->is_return && (!fn || fn->addr != vaddr)) {
+		snprintf(err, errlen, "a return probe must be at a function entry; 0x%llx is not",
+			 (unsigned long long)s->offset);
+		return -EINVAL;
+	}
+	return fill_probe(set, s, st, file, fn, vaddr, action, err, errlen);
+}
+
+int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const char *main_path,
+		 unsigned action, char *err, size_t errlen)
+{
+	char path[NP_PATH_MAX];
+	const struct np_symtab *st;
+	struct stat file;
+	int rc;
+	const char *main_base = strrchr(main_path, '/');
+	main_base = main_base ? main_base + 1 : main_path;
+	/* the program itself may be named by its file name: 'app:fn' -- ./app */
+	if (s->path[0] && strcmp(s->path, main_base))
+		rc = np_resolve_path(s->path, pid, path, sizeof(path), err, errlen);
+	else
+		rc = snprintf(path, sizeof(path), "%s", main_path) >= (int)sizeof(path) ? -ENAMETOOLONG
+											 : 0;
+	if (rc)
+		return rc;
+	if (stat(path, &file)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if ((rc = table_for(path, &st, err, errlen)))
+		return rc;
+	if (s->symbol[0])
+		return resolve_symbols(set, s, st, &file, action, err, errlen);
+	return resolve_offset(set, s, st, &file, action, err, errlen);
+}
+
+void probe_set_free(struct probe_set *set)
+{
+	free(set->p);
+	*set = (struct probe_set){0};
+}

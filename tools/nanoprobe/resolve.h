@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* From probe specs to probes: files, functions, addresses, names. */
+#ifndef NP_CLI_RESOLVE_H
+#define NP_CLI_RESOLVE_H
+#include <sys/types.h>
+
+#include "spec.h"
+
+/* One probe as the agent places it, with what the output needs. */
+struct rprobe {
+	struct np_msg_probe m; /* id, module, site, fetches */
+	const struct spec *spec;
+	char group[SPEC_NAME_MAX];
+	char event[SPEC_SYM_MAX + 32];
+	char func[SPEC_SYM_MAX]; /* the function's name ("" if none) */
+	/* filled from ATTACHED */
+	int err;
+	unsigned strategy;
+	uint64_t addr;
+	char why[200];
+	int state; /* 0 waiting for its module, 1 attached, -1 refused */
+};
+
+struct probe_set {
+	struct rprobe *p;
+	size_t n, cap;
+};
+
+/*
+ * Add the probes of one spec (a wildcard gives several). `main_path` is the
+ * program a spec without PATH refers to (the command's file or
+ * /proc/PID/exe). `action` is the enum np_action their handlers take.
+ * 0, or -errno with a one-line reason in err (unknown binary, unknown
+ * symbol with suggestions, offset outside the function, ...).
+ */
+int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const char *main_path,
+		 unsigned action, char *err, size_t errlen);
+void probe_set_free(struct probe_set *set);
+#endif

@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running a session (see session.h). The order matters for "bad input
+ * changes nothing": every spec is resolved before the program is started or
+ * touched, and a program started with `--` waits in the agent's constructor
+ * until the command has seen the probes placed and says run; if none could
+ * be placed, it is killed before its main ever runs.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <nanoprobe/nanoprobe.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "consume.h"
+#include "inject.h"
+#include "launch.h"
+#include "symtab.h"
+
+#define CONNECT_TIMEOUT_MS 15000
+#define READY_TIMEOUT_MS 60000
+#define DETACH_TIMEOUT_MS 10000
+#define POLL_MS 10
+#define REAP_EVERY_MS 500
+
+static volatile sig_atomic_t stop_requested;
+static pid_t target_pid;
+
+static void on_stop_signal(int sig)
+{
+	stop_requested = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+pid_t session_pid(void)
+{
+	return target_pid;
+}
+
+/* --- the control socket --------------------------------------------------- */
+
+static int listen_abstract(char *name, size_t len)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, len, "nanoprobe.%d.%ld", (int)getpid(), (long)ts.tv_nsec);
+	size_t n = strlen(name);
+	memcpy(a.sun_path + 1, name, n);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n)) ||
+	    listen(fd, 1)) {
+		int err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Only the target itself, run by our user, may talk to us. */
+static bool peer_is_target(int fd, pid_t pid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return false;
+	return cred.uid == geteuid() && cred.pid == pid;
+}
+
+static int accept_agent(int lfd, pid_t pid, char *err, size_t errlen)
+{
+	uint64_t deadline = now_ms() + CONNECT_TIMEOUT_MS;
+	while (now_ms() < deadline && !stop_requested) {
+		struct pollfd p = {lfd, POLLIN, 0};
+		if (launch_child_exited(pid)) {
+			snprintf(err, errlen, "the program exited before the agent started");
+			return -ECHILD;
+		}
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (peer_is_target(fd, pid))
+			return fd;
+		close(fd); /* someone else: ignore */
+	}
+	snprintf(err, errlen, "the agent did not connect within %d s", CONNECT_TIMEOUT_MS / 1000);
+	return -ETIMEDOUT;
+}
+
+static int send_all(int fd, const void *msg, size_t len)
+{
+	return send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EPIPE;
+}
+
+static int send_simple(int fd, uint32_t type)
+{
+	struct np_msg_simple m = {.type = type};
+	return send_all(fd, &m, sizeof(m));
+}
+
+static int send_probes(int fd, const struct np_msg_hello *h, const struct probe_set *set)
+{
+	int rc = send_all(fd, h, sizeof(*h));
+	for (size_t i = 0; i < set->n && !rc; i++)
+		rc = send_all(fd, &set->p[i].m, sizeof(set->p[i].m));
+	return rc ? rc : send_simple(fd, NP_MSG_GO);
+}
+
+/* --- messages from the agent ---------------------------------------------- */
+
+struct control {
+	int fd;
+	int shm_fd;
+	bool ready, detached, closed;
+	uint32_t pending;
+	struct probe_set *set;
+};
+
+static void note_attached(struct control *c, const struct np_msg_attached *m)
+{
+	if (m->id >= c->set->n)
+		return;
+	struct rprobe *r = &c->set->p[m->id];
+	r->err = m->err;
+	r->strategy = m->strategy;
+	r->addr = m->addr;
+	r->state = m->err ? -1 : 1;
+	snprintf(r->why, sizeof(r->why), "%.*s", (int)sizeof(m->why) - 1, m->why);
+	if (m->err)
+		fprintf(stderr, "nanoprobe: cannot place %s:%s at %s+0x%llx: %s\n", r->group,
+			r->event, r->m.path, (unsigned long long)r->m.vaddr, r->why);
+}
+
+static int take_fd(struct msghdr *msg)
+{
+	struct cmsghdr *cm = CMSG_FIRSTHDR(msg);
+	int fd = -1;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* One message; false when the socket is closed. */
+static bool read_control(struct control *c)
+{
+	union {
+		uint32_t type;
+		struct np_msg_attached a;
+		struct np_msg_simple s;
+	} m;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf)};
+	ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return !(c->closed = n == 0 || errno != EINTR);
+	if (m.type == NP_MSG_ATTACHED && n == sizeof(m.a)) {
+		note_attached(c, &m.a);
+	} else if (m.type == NP_MSG_READY && n == sizeof(m.s)) {
+		c->shm_fd = take_fd(&msg);
+		c->pending = m.s.pending;
+		c->ready = true;
+	} else if (m.type == NP_MSG_DETACHED) {
+		c->detached = true;
+	}
+	return true;
+}
+
+static bool wait_control(struct control *c, int ms)
+{
+	struct pollfd p = {c->fd, POLLIN, 0};
+	if (poll(&p, 1, ms) <= 0)
+		return true;
+	return read_control(c);
+}
+
+static int wait_ready(struct control *c, char *err, size_t errlen)
+{
+	uint64_t deadline = now_ms() + READY_TIMEOUT_MS;
+	while (!c->ready && !c->closed && now_ms() < deadline)
+		wait_control(c, 100);
+	if (c->ready && c->shm_fd >= 0)
+		return 0;
+	snprintf(err, errlen, "%s", c->closed ? "the agent closed the connection during set-up"
+					      : "the agent did not report its probes in time");
+	return -EPROTO;
+}
+
+/* --- the session ---------------------------------------------------------- */
+
+static size_t placed(const struct probe_set *set)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < set->n; i++)
+		n += set->p[i].state >= 0; /* attached or waiting for its module */
+	return n;
+}
+
+static int start_target(const struct session_opts *o, const char *sock, char *err,
+			size_t errlen)
+{
+	if (o->cmd)
+		return launch_command(o->cmd, sock, &target_pid, err, errlen);
+	target_pid = o->pid;
+	return launch_inject(o->pid, sock, err, errlen);
+}
+
+static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
+		     char *err, size_t errlen)
+{
+	int rc = send_probes(c->fd, h, c->set);
+	if (!rc)
+		rc = wait_ready(c, err, errlen);
+	else
+		snprintf(err, errlen, "the agent closed the connection");
+	if (!rc && !placed(c->set)) {
+		snprintf(err, errlen, "no probe could be placed");
+		rc = -ENOENT;
+	}
+	/* A preloaded program waits in its constructor for this word. */
+	if (o->cmd)
+		send_simple(c->fd, rc ? NP_MSG_DETACH : NP_MSG_GO);
+	return rc;
+}
+
+static void interval_tick(struct consumer *cons, const struct session_ops *ops,
+			  struct totals *scratch)
+{
+	if (!ops->on_interval)
+		return;
+	consumer_totals(cons, scratch);
+	ops->on_interval(scratch, ops->cookie);
+}
+
+/* Read events until the program ends or we are told to stop; then detach. */
+static void run_loop(const struct session_opts *o, struct control *c, struct consumer *cons,
+		     const struct session_ops *ops, struct totals *scratch)
+{
+	uint64_t start = now_ms(), last_reap = start, last_tick = start;
+	uint64_t detach_sent = 0;
+	while (!c->closed && !c->detached) {
+		uint64_t t = now_ms();
+		bool expired = o->duration > 0 && t - start >= (uint64_t)(o->duration * 1000);
+		if ((stop_requested || expired) && !detach_sent) {
+			send_simple(c->fd, NP_MSG_DETACH);
+			detach_sent = t;
+		}
+		if (detach_sent && t - detach_sent > DETACH_TIMEOUT_MS)
+			break;
+		wait_control(c, POLL_MS);
+		bool reap = t - last_reap >= REAP_EVERY_MS;
+		consumer_drain(cons, ops, reap);
+		last_reap = reap ? t : last_reap;
+		if (o->interval > 0 && t - last_tick >= (uint64_t)(o->interval * 1000)) {
+			interval_tick(cons, ops, scratch);
+			last_tick = t;
+		}
+	}
+	consumer_drain(cons, ops, false);
+}
+
+static int totals_init(struct totals *t, size_t n)
+{
+	memset(t, 0, sizeof(*t));
+	t->counts = calloc(n ? n : 1, sizeof(uint64_t));
+	return t->counts ? 0 : -ENOMEM;
+}
+
+void totals_free(struct totals *t)
+{
+	free(t->counts);
+	t->counts = NULL;
+}
+
+static int fail(const struct session_opts *o, const char *msg)
+{
+	fprintf(stderr, "nanoprobe %s: %s\n", o->verb, msg);
+	return 1;
+}
+
+static int run_attached(const struct session_opts *o, struct control *c,
+			const struct np_msg_hello *h, const struct session_ops *ops,
+			struct totals *t)
+{
+	struct consumer cons;
+	struct totals folded, scratch;
+	if (totals_init(&folded, c->set->n) || totals_init(&scratch, c->set->n))
+		return fail(o, "out of memory");
+	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, &folded);
+	if (rc) {
+		send_simple(c->fd, NP_MSG_DETACH);
+		totals_free(&folded);
+		totals_free(&scratch);
+		return fail(o, "the agent's shared memory is not what was asked for");
+	}
+	run_loop(o, c, &cons, ops, &scratch);
+	consumer_totals(&cons, t);
+	consumer_close(&cons);
+	totals_free(&folded);
+	totals_free(&scratch);
+	return 0;
+}
+
+int session_run(const struct session_opts *o, struct probe_set *set,
+		const struct session_ops *ops, struct totals *t)
+{
+	char name[64], err[512];
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
+				 (uint32_t)set->n, 256, (o->ring_kb ? o->ring_kb : 256) * 1024u,
+				 o->hist_unit ? o->hist_unit : 1};
+	struct control c = {.fd = -1, .shm_fd = -1, .set = set};
+	if (totals_init(t, set->n))
+		return fail(o, "out of memory");
+	int lfd = listen_abstract(name, sizeof(name));
+	if (lfd < 0)
+		return fail(o, "cannot open the control socket");
+	catch_stop_signals();
+	int rc = start_target(o, name, err, sizeof(err));
+	if (!rc)
+		rc = (c.fd = accept_agent(lfd, target_pid, err, sizeof(err))) < 0 ? c.fd : 0;
+	close(lfd);
+	if (!rc)
+		rc = handshake(o, &c, &h, err, sizeof(err));
+	if (rc) {
+		if (o->cmd)
+			launch_kill_child();
+		if (c.fd >= 0)
+			close(c.fd);
+		return fail(o, err);
+	}
+	rc = run_attached(o, &c, &h, ops, t);
+	close(c.shm_fd);
+	close(c.fd);
+	return rc;
+}
+
+/* --- thread names ---------------------------------------------------------- */
+
+#define COMM_SLOTS 4096
+static struct {
+	int tid;
+	char comm[20];
+} comm_cache[COMM_SLOTS];
+
+const char *session_comm(int tid, const char *fallback)
+{
+	unsigned i = (unsigned)tid % COMM_SLOTS;
+	if (comm_cache[i].tid == tid && tid)
+		return comm_cache[i].comm;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)target_pid, tid);
+	FILE *f = fopen(path, "r");
+	comm_cache[i].tid = tid;
+	snprintf(comm_cache[i].comm, sizeof(comm_cache[i].comm), "%s",
+		 fallback && fallback[0] ? fallback : "<...>");
+	if (f) {
+		if (fgets(comm_cache[i].comm, sizeof(comm_cache[i].comm), f))
+			comm_cache[i].comm[strcspn(comm_cache[i].comm, "\n")] = 0;
+		fclose(f);
+	}
+	return comm_cache[i].comm;
+}
+
+int session_main_path(const struct session_opts *o, char *out, size_t len, char *err,
+		      size_t errlen)
+{
+	if (o->pid) {
+		char link[64];
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)o->pid);
+		ssize_t n = readlink(link, out, len - 1);
+		if (n <= 0) {
+			snprintf(err, errlen, "cannot read %s: %s", link, strerror(errno));
+			return -errno;
+		}
+		out[n] = 0;
+		return 0;
+	}
+	int rc = np_resolve_path(o->cmd[0], 0, out, len, err, errlen);
+	if (!rc && launch_is_static(out)) {
+		snprintf(err, errlen, "%s is statically linked: the agent needs the dynamic "
+				      "loader to get in", out);
+		rc = -ENOEXEC;
+	}
+	return rc;
+}
+
+/* --- the command line ------------------------------------------------------ */
+
+enum { OPT_STRATEGY = 1000, OPT_BUFFER };
+
+static int parse_seconds(const char *verb, const char *opt, const char *arg, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(arg, &end);
+	if (errno || *end || *out <= 0) {
+		fprintf(stderr, "nanoprobe %s: %s wants a number of seconds > 0, not '%s'\n", verb,
+			opt, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_common(int opt, const char *arg, struct session_opts *o)
+{
+	char *end;
+	long v;
+	switch (opt) {
+	case 'p':
+		v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || v > INT32_MAX) {
+			fprintf(stderr, "nanoprobe %s: -p wants a process id, not '%s'\n", o->verb, arg);
+			return -1;
+		}
+		o->pid = (pid_t)v;
+		return 0;
+	case 'd': return parse_seconds(o->verb, "-d", arg, &o->duration);
+	case 'j': o->json = true; return 0;
+	case OPT_STRATEGY:
+		for (unsigned s = NP_STRATEGY_AUTO; s <= NP_STRATEGY_TRAP; s++)
+			if (!strcmp(arg, np_strategy_name(s)))
+				return o->strategy = s, 0;
+		fprintf(stderr, "nanoprobe %s: --strategy is auto, jump or trap, not '%s'\n",
+			o->verb, arg);
+		return -1;
+	case OPT_BUFFER:
+		v = strtol(arg, &end, 10);
+		if (*end || v < 4 || v > 65536 || (v & (v - 1))) {
+			fprintf(stderr, "nanoprobe %s: --buffer-kb wants a power of two in 4..65536\n",
+				o->verb);
+			return -1;
+		}
+		o->ring_kb = (unsigned)v;
+		return 0;
+	}
+	return 1; /* not a common option */
+}
+
+static int split_command(int argc, char **argv, struct session_opts *o)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			o->cmd = i + 1 < argc ? argv + i + 1 : NULL;
+			if (!o->cmd) {
+				fprintf(stderr, "nanoprobe %s: nothing to run after --\n", o->verb);
+				return -1;
+			}
+			return i;
+		}
+	return argc;
+}
+
+static size_t count_options(const struct option *l)
+{
+	size_t n = 0;
+	while (l && l[n].name)
+		n++;
+	return n;
+}
+
+int session_parse_opts(int argc, char **argv, struct session_opts *o, const char *extra_short,
+		       const struct option *extra_long,
+		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie)
+{
+	static const struct option common[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"duration", required_argument, NULL, 'd'},
+		{"json", no_argument, NULL, 'j'},
+		{"strategy", required_argument, NULL, OPT_STRATEGY},
+		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
+	};
+	size_t nc = sizeof(common) / sizeof(*common), ne = count_options(extra_long);
+	struct option all[nc + ne + 1];
+	char shortopts[64];
+	memcpy(all, common, sizeof(common));
+	memcpy(all + nc, extra_long, ne * sizeof(*all));
+	memset(&all[nc + ne], 0, sizeof(*all));
+	snprintf(shortopts, sizeof(shortopts), "+:p:d:j%s", extra_short ? extra_short : "");
+	int end = split_command(argc, argv, o), opt;
+	if (end < 0)
+		return -1;
+	o->argend = end;
+	optind = 1;
+	while ((opt = getopt_long(end, argv, shortopts, all, NULL)) != -1) {
+		if (opt == '?' || opt == ':') {
+			fprintf(stderr, "nanoprobe %s: %s option '%s'\n", o->verb,
+				opt == '?' ? "unknown" : "missing value for", argv[optind - 1]);
+			return -1;
+		}
+		int rc = parse_common(opt, optarg, o);
+		if (rc > 0)
+			rc = extra ? extra(opt, optarg, cookie) : -1;
+		if (rc)
+			return -1;
+	}
+	if (o->pid && o->cmd) {
+		fprintf(stderr, "nanoprobe %s: give -p PID or -- CMD, not both\n", o->verb);
+		return -1;
+	}
+	if (!o->pid && !o->cmd) {
+		fprintf(stderr, "nanoprobe %s: say what to trace: -p PID or -- CMD ARGS...\n",
+			o->verb);
+		return -1;
+	}
+	return optind < end ? optind : (fprintf(stderr, "nanoprobe %s: no probe given\n", o->verb), -1);
+}
+
+int session_add_specs(const struct session_opts *o, char **argv, int first, unsigned action,
+		      struct probe_set *set, struct spec **specs)
+{
+	char err[1024], main_path[NP_PATH_MAX];
+	int n = o->argend - first;
+	if (o->pid && launch_check_pid(o->pid, err, sizeof(err)))
+		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
+	*specs = calloc((size_t)n, sizeof(**specs));
+	if (!*specs)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (spec_parse(argv[first + i], &(*specs)[i], err, sizeof(err)))
+			return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 2;
+	if (session_main_path(o, main_path, sizeof(main_path), err, sizeof(err)))
+		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
+	for (int i = 0; i < n; i++) {
+		(*specs)[i].text = argv[first + i];
+		size_t before = set->n;
+		if (resolve_spec(set, &(*specs)[i], o->pid, main_path, action, err, sizeof(err)))
+			return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
+		for (size_t k = before; k < set->n; k++)
+			set->p[k].m.strategy = (uint8_t)o->strategy;
+	}
+	if (set->n >= NP_REC_PAD)
+		return fprintf(stderr, "nanoprobe %s: %zu probes; at most %d\n", o->verb, set->n,
+			       NP_REC_PAD - 1), 1;
+	return 0;
+}
+
+void session_finish(const struct session_opts *o)
+{
+	if (!o->cmd)
+		return;
+	int st = launch_wait_child();
+	if (st >= 0 && WIFSIGNALED(st))
+		fprintf(stderr, "nanoprobe %s: %s was killed by signal %d\n", o->verb, o->cmd[0],
+			WTERMSIG(st));
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tracing session, common to trace, count and latency: start the program
+ * with the agent preloaded or inject the agent into a running one, hand it
+ * the probes, read what the probes leave in shared memory until the program
+ * ends, the duration expires or the user interrupts, then remove every
+ * probe and let the program go on with its own code.
+ */
+#ifndef NP_CLI_SESSION_H
+#define NP_CLI_SESSION_H
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "resolve.h"
+
+/* What the command line of every session verb shares. */
+struct session_opts {
+	pid_t pid;           /* -p */
+	char **cmd;          /* after -- */
+	double duration;     /* -d, 0: until the end */
+	double interval;     /* -i (count), 0: none */
+	bool json;           /* -j */
+	unsigned strategy;   /* --strategy: enum np_strategy */
+	unsigned ring_kb;    /* --buffer-kb: events per thread */
+	unsigned hist_unit;  /* latency: ns per bucket unit */
+	const char *verb;    /* for messages */
+	int argend;          /* the specs are argv[first..argend) */
+};
+
+/* One decoded event, copied out of shared memory and checked. */
+struct event {
+	const struct rprobe *probe;
+	int tid;
+	char comm[16]; /* the thread's name when it first hit a probe */
+	unsigned cpu;
+	uint64_t ts, pc, func, entry_ts;
+	uint32_t fault_mask;
+	struct {
+		uint64_t num;
+		const char *str; /* NP_FT_STRING: not NUL-terminated */
+		unsigned len;
+	} arg[NP_MAX_ARGS];
+};
+
+struct totals {
+	uint64_t *counts;   /* per probe */
+	struct np_hist hist;
+	uint64_t drops;     /* events lost to full rings */
+	uint64_t no_ring;   /* hits of threads that found no ring */
+	uint64_t corrupt;   /* records the command refused to read */
+};
+
+struct session_ops {
+	void (*on_event)(const struct event *ev, void *cookie);
+	void (*on_interval)(const struct totals *t, void *cookie); /* -i */
+	void *cookie;
+};
+
+/* Parse the options every session verb takes. Returns the index of the
+ * first spec (they end at o->argend), or -1 after printing a usage error. `extra` handles verb-specific options (getopt letters in
+ * extra_short and long options with val >= 256); NULL if none. */
+struct option;
+int session_parse_opts(int argc, char **argv, struct session_opts *o, const char *extra_short,
+		       const struct option *extra_long,
+		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie);
+
+/* The file a spec without PATH refers to: the command's program or the
+ * process's executable. 0, or -errno with the reason in err. */
+int session_main_path(const struct session_opts *o, char *out, size_t len, char *err,
+		      size_t errlen);
+
+/* Run it. 0 when the session ran (results are in *t, which the caller
+ * frees with totals_free), 1 on a runtime failure (message printed). */
+int session_run(const struct session_opts *o, struct probe_set *set,
+		const struct session_ops *ops, struct totals *t);
+void totals_free(struct totals *t);
+
+/* Parse, resolve and add the specs argv[first..o->argend) with `action`.
+ * 0, or 2 (usage) / 1 (runtime) after printing the error. */
+int session_add_specs(const struct session_opts *o, char **argv, int first, unsigned action,
+		      struct probe_set *set, struct spec **specs);
+/* After the results are out: wait for a program we started to finish. */
+void session_finish(const struct session_opts *o);
+
+/* The name of a thread: its current one while it lives (cached), else
+ * `fallback`, else "<...>" as the kernel prints a task it no longer knows. */
+const char *session_comm(int tid, const char *fallback);
+pid_t session_pid(void);
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* Any defined symbol by name (data included), for @SYMBOL fetch args. The
+ * function table (symtab.c) keeps functions only, so this reads the file's
+ * own .symtab and .dynsym once per lookup: specs are few. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symtab.h"
+
+static bool find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
+		    uint64_t *vaddr)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	for (size_t i = 0; d && i < n; i++) {
+		GElf_Sym sym;
+		const char *s;
+		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		s = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (s && !strcmp(s, name)) {
+			*vaddr = sym.st_value;
+			return true;
+		}
+	}
+	return false;
+}
+
+int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr)
+{
+	int fd = open(st->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	bool found = false;
+	for (Elf_Scn *scn = NULL; elf && !found && (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+			found = find_in(elf, scn, &sh, name, vaddr);
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found ? 0 : -ENOENT;
+}
