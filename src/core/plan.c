@@ -66,8 +66,6 @@ void np_fn_view_free(struct fn_view *v)
 	free(v->targets);
 }
 
-#define MAX_FN_BYTES (4u << 20)
-
 /* Decode context for addr: the function around it, or just a window. */
 int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fsize)
 {
@@ -88,7 +86,7 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 		hi = v->fb.limit;
 	if (hi > v->fb.end + 64 && v->fb.known)
 		hi = v->fb.end + 64; /* padding beyond 64 bytes is never needed */
-	if (hi <= v->base || hi - v->base > MAX_FN_BYTES)
+	if (hi <= v->base || hi - v->base > NP_MAX_FN_BYTES)
 		return -E2BIG;
 	v->len = hi - v->base;
 	v->code = malloc(v->len);
@@ -99,13 +97,19 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 		v->len = v->len > 16 ? v->len - 16 : 0;
 	if (v->len == 0)
 		return -EFAULT;
-	if (v->fb.known) {
-		struct np_mem mem = {view_read, NULL, NULL};
-		size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
-		int u = np_host_isa->branch_targets(v->code, flen, v->base, &mem, add_target, v);
-		v->unresolved = u < 0 ? 1 : u;
-	}
+	np_fn_view_analyse(v, &(struct np_mem){view_read, NULL, NULL});
 	return 0;
+}
+
+/* Where control can land in the function; jump tables are read through
+ * mem, so that the view may come from live memory or from a file. */
+void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem)
+{
+	if (!v->fb.known)
+		return;
+	size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
+	int u = np_host_isa->branch_targets(v->code, flen, v->base, mem, add_target, v);
+	v->unresolved = u < 0 ? 1 : u;
 }
 
 int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in)
