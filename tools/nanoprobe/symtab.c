@@ -440,6 +440,23 @@ void np_symtab_free(struct np_symtab *st)
 /* ------------------------------------------------------------------ */
 /* Queries                                                              */
 
+const char *np_sym_source_name(unsigned source)
+{
+	switch (source) {
+	case NP_SYM_SYMTAB:
+		return "symtab";
+	case NP_SYM_DYNSYM:
+		return "dynsym";
+	case NP_SYM_MINIDEBUG:
+		return "minidebug";
+	case NP_SYM_DEBUGFILE:
+		return "debugfile";
+	case NP_SYM_EHFRAME:
+		return "eh_frame";
+	}
+	return "?";
+}
+
 const struct np_sym *np_symtab_find(const struct np_symtab *st, const char *name)
 {
 	for (size_t i = 0; i < st->n; i++)

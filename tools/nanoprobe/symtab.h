@@ -38,6 +38,9 @@ struct np_symtab {
 	void *priv;
 };
 
+/* "symtab", "dynsym", "minidebug", "debugfile", "eh_frame". */
+const char *np_sym_source_name(unsigned source);
+
 /* 0, or -errno with a one-line reason in err ("not an ELF file", ...). */
 int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t errlen);
 void np_symtab_free(struct np_symtab *st);
@@ -53,6 +56,8 @@ const struct np_sym *np_symtab_at(const struct np_symtab *st, uint64_t vaddr);
 /* "did you mean: foo, foo2, bar?" for an unknown name (up to 3 closest
  * names by edit distance); empty string when nothing is close. */
 void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, size_t len);
+/* Any defined symbol, data included (symdata.c): its vaddr, or -ENOENT. */
+int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr);
 /* The kernel's PATH:0xOFFSET is a file offset: map it to a vaddr through
  * the program headers. 0 or -ERANGE when no PT_LOAD segment holds it. */
 int np_symtab_offset_to_vaddr(const struct np_symtab *st, uint64_t off, uint64_t *vaddr);

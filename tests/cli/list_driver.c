@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* `nanoprobe list` without the rest of the command: argv[1..] are its own. */
+#include "../../tools/nanoprobe/cmd_list.h"
+
+int main(int argc, char **argv)
+{
+	return cmd_list(argc - 1, argv + 1);
+}

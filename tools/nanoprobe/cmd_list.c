@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `nanoprobe list [-j] PATH [FUNC]`
+ *
+ * Without FUNC, or with a glob matching several functions: the functions
+ * of PATH (address, size, name, the symbol source that named it), like
+ * `nm -S --defined-only` sorted by address. With FUNC matching one
+ * function: each of its instructions, disassembled, with the strategy a
+ * probe there would get from AUTO and, when it is not JUMP, the planner's
+ * reason. Nothing is attached and no process is needed: the engine plans
+ * over the file's bytes (src/core/describe.c), assuming, as a file cannot
+ * tell, that a trampoline would be within a jump's reach.
+ */
+#include "cmd_list.h"
+#include "symtab.h"
+
+#include "core/plan.h"
+
+#include <elf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct list_opts {
+	bool json;
+	const char *path, *func;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: nanoprobe list [-j] PATH [FUNC]\n"
+		   "  List the functions of PATH (a file, a program in $PATH, or a library\n"
+		   "  such as 'c' or 'libm.so.6'). FUNC, a name or a glob, lists the\n"
+		   "  functions it matches; when it matches one, that function's\n"
+		   "  instructions, each with the strategy a probe there would get.\n"
+		   "  -j  one JSON object per line\n");
+}
+
+/* 0 to run, else the exit status (2: usage error, 0: help shown). */
+static int parse_args(int argc, char **argv, struct list_opts *o)
+{
+	int npos = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+			o->json = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return -1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "list: unknown option '%s'\n", argv[i]);
+			return 2;
+		} else if (npos++ == 0) {
+			o->path = argv[i];
+		} else if (npos == 2) {
+			o->func = argv[i];
+		} else {
+			return 2;
+		}
+	}
+	return o->path ? 0 : 2;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* ------------------------------------------------------------------ */
+/* Functions                                                            */
+
+static void print_functions(const struct np_sym *const *v, size_t n, bool json)
+{
+	int w = 4;
+	for (size_t i = 0; i < n && !json; i++)
+		if ((int)strlen(v[i]->name) > w)
+			w = (int)strlen(v[i]->name);
+	w = w > 48 ? 48 : w; /* a long C++ name must not push every row */
+	if (!json)
+		printf("%-16s  %8s  %-*s  %s\n", "ADDRESS", "SIZE", w, "NAME", "SOURCE");
+	for (size_t i = 0; i < n; i++) {
+		const struct np_sym *s = v[i];
+		const char *src = np_sym_source_name(s->source);
+		if (!json) {
+			printf("%016" PRIx64 "  %8" PRIu64 "  %-*s  %s\n", s->addr, s->size, w,
+			       s->name, src);
+			continue;
+		}
+		printf("{\"name\":");
+		json_str(s->name);
+		printf(",\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"source\":\"%s\"}\n",
+		       s->addr, s->size, src);
+	}
+}
+
+static int list_all(const struct np_symtab *st, bool json)
+{
+	const struct np_sym **v = malloc((st->n ? st->n : 1) * sizeof(*v));
+	if (!v) {
+		fprintf(stderr, "list: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < st->n; i++)
+		v[i] = &st->syms[i];
+	print_functions(v, st->n, json);
+	free(v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Instructions                                                         */
+
+static int file_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	return np_symtab_read(cookie, addr, dst, len);
+}
+
+struct row {
+	uint64_t pc;
+	unsigned len;
+	char text[160];
+};
+
+/* One instruction at pc; an undecodable byte is shown alone as "(bad)". */
+static void decode_row(const struct fn_view *v, const struct np_isa *isa, uint64_t pc,
+		       struct row *r)
+{
+	struct np_insn in;
+	size_t off = pc - v->base;
+	int err = np_fn_view_decode(v, pc, &in);
+	r->pc = pc;
+	r->len = err ? 1 : in.len;
+	if (err)
+		snprintf(r->text, sizeof(r->text), "(bad)");
+	else if (isa->format(v->code + off, v->len - off, pc, r->text, sizeof(r->text)) < 0)
+		snprintf(r->text, sizeof(r->text), "(cannot format)");
+}
+
+static const char *machine_name(unsigned machine)
+{
+	switch (machine) {
+	case EM_X86_64:
+		return "x86_64";
+	case EM_AARCH64:
+		return "aarch64";
+	case EM_RISCV:
+		return "riscv";
+	case EM_386:
+		return "i386";
+	case EM_ARM:
+		return "arm";
+	}
+	return NULL;
+}
+
+/* The machine check and the view: 0, or 1 with the reason printed. */
+static int open_view(const struct np_symtab *st, const struct np_sym *s, struct fn_view *v,
+		     const struct np_isa **isa)
+{
+	if (!(*isa = np_describe_isa((unsigned)st->machine))) {
+		char m[32];
+		if (machine_name((unsigned)st->machine))
+			snprintf(m, sizeof(m), "%s", machine_name((unsigned)st->machine));
+		else
+			snprintf(m, sizeof(m), "ELF machine %d", st->machine);
+		fprintf(stderr, "list: %s is %s; this build decodes %s only\n", st->path, m,
+			np_host_isa->name);
+		return 1;
+	}
+	if (s->size == 0) {
+		fprintf(stderr, "list: %s: size unknown, its instructions cannot be listed\n",
+			s->name);
+		return 1;
+	}
+	struct np_func_bounds fb = {s->addr, s->addr + s->size, np_symtab_limit(st, s), true};
+	struct np_mem mem = {file_read, NULL, (void *)st};
+	int err = np_fn_view_from_file(v, &fb, &mem);
+	if (err)
+		fprintf(stderr, "list: %s: cannot read its bytes from %s: %s\n", s->name, st->path,
+			strerror(-err));
+	return err ? 1 : 0;
+}
+
+/* Column widths of an instruction listing. */
+struct widths {
+	int addr, bytes, text;
+};
+
+static void print_row(const struct fn_view *v, const struct row *r, const struct widths *w,
+		      bool json)
+{
+	enum np_strategy chosen = NP_STRATEGY_AUTO;
+	char why[256], bytes[3 * 16] = "";
+	bool ok = np_describe_site(v, r->pc, &chosen, why, sizeof(why)) == 0;
+	const char *strategy = !ok ? "refused" : chosen == NP_STRATEGY_JUMP ? "JUMP" : "TRAP";
+	for (unsigned i = 0, n = 0; i < r->len && i < 16; i++)
+		n += (unsigned)sprintf(bytes + n, i ? " %02x" : "%02x", v->code[r->pc - v->base + i]);
+	if (!json) {
+		printf("  %*" PRIx64 "  %-*s  %-*s  %-*s%s%s\n", w->addr, r->pc, w->bytes, bytes,
+		       w->text, r->text, why[0] ? 7 : 0, strategy, why[0] ? "  " : "", why);
+		return;
+	}
+	printf("{\"addr\":\"0x%" PRIx64 "\",\"bytes\":\"%s\",\"insn\":", r->pc, bytes);
+	json_str(r->text);
+	printf(",\"strategy\":\"%s\",\"reason\":", !ok ? "refused" : np_strategy_name(chosen));
+	if (why[0])
+		json_str(why);
+	else
+		printf("null");
+	printf("}\n");
+}
+
+static int list_instructions(const struct np_symtab *st, const struct np_sym *s, bool json)
+{
+	struct fn_view v = {0};
+	const struct np_isa *isa;
+	struct row r;
+	uint64_t end = s->addr + s->size;
+	int waddr = snprintf(NULL, 0, "%" PRIx64, end - 1);
+	struct widths w = {waddr > 4 ? waddr : 4, 5, 11}; /* at least the headings */
+	if (open_view(st, s, &v, &isa)) {
+		np_fn_view_free(&v);
+		return 1;
+	}
+	for (uint64_t pc = s->addr; pc < end; pc += r.len) {
+		decode_row(&v, isa, pc, &r);
+		w.bytes = 3 * (int)r.len - 1 > w.bytes ? 3 * (int)r.len - 1 : w.bytes;
+		w.text = (int)strlen(r.text) > w.text ? (int)strlen(r.text) : w.text;
+	}
+	if (!json)
+		printf("%s: 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " byte%s, %s) in %s\n", s->name,
+		       s->addr, end, s->size, s->size == 1 ? "" : "s",
+		       np_sym_source_name(s->source), st->path);
+	if (!json)
+		printf("  %-*s  %-*s  %-*s  %s\n", w.addr, "ADDR", w.bytes, "BYTES", w.text,
+		       "INSTRUCTION", "STRATEGY");
+	for (uint64_t pc = s->addr; pc < end; pc += r.len) {
+		decode_row(&v, isa, pc, &r);
+		print_row(&v, &r, &w, json);
+	}
+	np_fn_view_free(&v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The verb                                                             */
+
+static bool is_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+static int list_matching(const struct np_symtab *st, const char *func, bool json)
+{
+	const struct np_sym **m;
+	size_t n = np_symtab_match(st, func, &m);
+	int ret = 0;
+	if (n == 1) {
+		ret = list_instructions(st, m[0], json);
+	} else if (n > 1) {
+		print_functions(m, n, json);
+	} else {
+		char hint[512] = "";
+		if (!is_glob(func))
+			np_symtab_suggest(st, func, hint, sizeof(hint));
+		fprintf(stderr, "list: no function %s '%s' in %s%s%s\n",
+			is_glob(func) ? "matches" : "named", func, st->path, hint[0] ? "; " : "",
+			hint);
+		ret = 1;
+	}
+	free(m);
+	return ret;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	struct list_opts o = {0};
+	int ret = parse_args(argc, argv, &o);
+	if (ret) {
+		if (ret == 2)
+			usage(stderr);
+		return ret < 0 ? 0 : ret;
+	}
+	char path[PATH_MAX], err[512];
+	struct np_symtab st;
+	if (np_resolve_path(o.path, 0, path, sizeof(path), err, sizeof(err)) ||
+	    np_symtab_load(path, &st, err, sizeof(err))) {
+		fprintf(stderr, "list: %s\n", err);
+		return 1;
+	}
+	ret = o.func ? list_matching(&st, o.func, o.json) : list_all(&st, o.json);
+	np_symtab_free(&st);
+	return ret;
+}
