@@ -85,6 +85,15 @@ static bool hello_valid(const struct np_msg_hello *h)
 	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit;
 }
 
+static bool reads_memory(const struct np_msg_probe *m)
+{
+	for (unsigned i = 0; i < m->nargs; i++)
+		if (m->args[i].nderef || m->args[i].type == NP_FT_STRING ||
+		    m->args[i].base == NP_FB_STACK)
+			return true;
+	return false;
+}
+
 /* HELLO, then PROBE x nprobes, then GO. */
 static int receive_probes(int fd, struct np_msg_hello *h)
 {
@@ -99,6 +108,7 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 		    !probe_valid(m, i))
 			return -EPROTO;
 		m->path[NP_PATH_MAX - 1] = 0;
+		np_agent.probes[i].reads_memory = reads_memory(m);
 	}
 	np_agent.nprobes = h->nprobes;
 	np_agent.hist_unit = h->hist_unit;
@@ -314,8 +324,8 @@ EXPORT int nanoprobe_agent_start(const char *sockname)
 	return err;
 }
 
-/* Our own entry in LD_PRELOAD would load us into every program the traced
- * one starts: take it out. */
+/* Our own entry in LD_PRELOAD would load us into every program a child
+ * starts: take it out. */
 static void unpreload_self(void)
 {
 	Dl_info info;
@@ -339,15 +349,33 @@ static void unpreload_self(void)
 	free(out);
 }
 
+/* NANOPROBE_AGENT_SOCK is "NAME@PID": the socket, and the one process the
+ * command started. That process keeps the variables, so that when it execs
+ * (a shell script's interpreter, a wrapper) its new image connects again;
+ * any other process (a child) forgets them and stays untraced. */
+static bool preload_target(char *name, size_t len)
+{
+	const char *env = getenv(NP_AGENT_ENV_SOCK);
+	const char *at = env ? strrchr(env, '@') : NULL;
+	if (!at || (size_t)(at - env) >= len)
+		return false;
+	if (atol(at + 1) != (long)getpid()) {
+		unsetenv(NP_AGENT_ENV_SOCK);
+		unpreload_self();
+		return false;
+	}
+	memcpy(name, env, (size_t)(at - env));
+	name[at - env] = 0;
+	return true;
+}
+
 /* Preloaded: the probes are placed before the program's main runs. */
 __attribute__((constructor)) static void agent_preloaded(void)
 {
-	const char *env = getenv(NP_AGENT_ENV_SOCK);
-	if (!env || !claim_session())
+	char name[108];
+	if (!preload_target(name, sizeof(name)) || !claim_session())
 		return;
-	int fd = connect_to(env);
-	unsetenv(NP_AGENT_ENV_SOCK);
-	unpreload_self();
+	int fd = connect_to(name);
 	if (fd < 0) {
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
 		return;

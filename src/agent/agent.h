@@ -17,6 +17,7 @@ struct aprobe {
 	struct np_probe *probe;
 	uint64_t bias; /* load bias of its module once found */
 	int state;     /* enum aprobe_state */
+	bool reads_memory; /* a fetch dereferences: see handlers.c */
 };
 
 /* One session with a command. Set up by the control path, read by

@@ -17,7 +17,9 @@
  */
 #include "agent/agent.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -61,13 +63,9 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 	return NULL;
 }
 
-/* The calling thread's ring in the current session, or NULL. */
-static struct np_ring *ring_self(void)
+static __attribute__((noinline)) struct np_ring *ring_first(uint32_t gen)
 {
 	struct np_shm_header *h = np_agent.shm;
-	uint32_t gen = __atomic_load_n(&np_agent.gen, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(tls_gen == gen && tls_ring != NULL, 1))
-		return tls_ring;
 	if (!np_agent_live || !h)
 		return NULL;
 	if (tls_gen == gen && tls_retry && --tls_retry)
@@ -76,6 +74,15 @@ static struct np_ring *ring_self(void)
 	tls_ring = ring_claim(h);
 	tls_retry = tls_ring ? 0 : NO_RING_RETRY;
 	return tls_ring;
+}
+
+/* The calling thread's ring in the current session, or NULL. */
+static inline struct np_ring *ring_self(void)
+{
+	uint32_t gen = __atomic_load_n(&np_agent.gen, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(tls_gen == gen && tls_ring != NULL, 1))
+		return tls_ring;
+	return ring_first(gen);
 }
 
 static void count_hit(struct np_ring *r, const struct aprobe *ap)
@@ -205,19 +212,35 @@ static struct np_rec *ring_reserve(struct np_ring *r, uint32_t size, uint32_t le
 	return (struct np_rec *)(data + off);
 }
 
-static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
+/* A thread that blocks SIGSEGV or SIGBUS (sigfillset in a worker, a
+ * signal handler's mask) cannot survive even a caught fault: the kernel
+ * kills it instead. Reads of memory unblock them around the fetch. */
+static uint64_t fault_signals(void)
 {
-	uint64_t ts = now_ns(); /* the hit's time, not the record's */
-	struct np_ring *r = ring_self();
-	if (!r)
-		return;
-	count_hit(r, ap);
-	uint64_t head = r->head;
-	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, max_record(ap), &head);
-	if (!rec)
-		return;
+	return (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1));
+}
+
+static uint64_t unblock_faults(void)
+{
+	uint64_t mask = 0, want = fault_signals();
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof(mask));
+	if (mask & want)
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &want, NULL, sizeof(want));
+	return mask & want;
+}
+
+static void reblock_faults(uint64_t blocked)
+{
+	if (blocked)
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &blocked, NULL, sizeof(blocked));
+}
+
+static void fetch_all(struct np_ctx *ctx, const struct aprobe *ap, struct np_rec *rec)
+{
 	unsigned char *p = (unsigned char *)(rec + 1);
 	uint32_t faults = 0;
+	int saved_errno = errno; /* a failed read sets it: the program's own */
+	uint64_t blocked = ap->reads_memory ? unblock_faults() : 0;
 	for (unsigned i = 0; i < ap->m.nargs; i++) {
 		const struct np_fetch *f = &ap->m.args[i];
 		bool fault = false;
@@ -229,11 +252,27 @@ static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
 		}
 		faults |= (uint32_t)fault << i;
 	}
-	int cpu = sched_getcpu();
+	reblock_faults(blocked);
+	errno = saved_errno;
 	rec->len = (uint32_t)(p - (unsigned char *)rec);
+	rec->fault_mask = faults;
+}
+
+static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
+{
+	uint64_t ts = now_ns(); /* the hit's time, not the record's */
+	struct np_ring *r = ring_self();
+	if (!r)
+		return;
+	count_hit(r, ap);
+	uint64_t head = r->head;
+	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, max_record(ap), &head);
+	if (!rec)
+		return;
+	fetch_all(ctx, ap, rec);
+	int cpu = sched_getcpu();
 	rec->probe = (uint16_t)ap->m.id;
 	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
-	rec->fault_mask = faults;
 	rec->reserved = 0;
 	rec->ts = ts;
 	rec->pc = np_ctx_pc(ctx);

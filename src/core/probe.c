@@ -344,6 +344,7 @@ NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *
 		return fail_null(EDEADLK);
 	if ((err = np_engine_init()))
 		return fail_null(-err);
+	np_fault_guard_refresh(); /* handlers' np_read_user takes the fast path */
 	if (opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	if (o.on_return)
@@ -382,6 +383,7 @@ NP_API int np_probe_detach(struct np_probe *p)
 		errno = EDEADLK;
 		return -1;
 	}
+	np_fault_guard_refresh(); /* notice a program that replaced it */
 	pthread_mutex_lock(&np_engine_lock);
 	int err = 0;
 	if (!p->detached) {

@@ -12,6 +12,7 @@
 #include "consume.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,17 @@ static bool decode_args(const struct rprobe *p, const unsigned char *buf, uint32
 	return at == len;
 }
 
-static bool decode(const struct consumer *c, const unsigned char *buf, uint32_t len,
-		   const struct np_ring *r, struct event *ev)
+/* Where a copied record sits in the batch, and whose it is. */
+struct batch_ref {
+	size_t off;
+	uint32_t len;
+	int tid;
+	uint64_t ts, seq;
+	char comm[16];
+};
+
+static bool decode(const struct consumer *c, const unsigned char *buf,
+		   const struct batch_ref *ref, struct event *ev)
 {
 	struct np_rec rec;
 	memcpy(&rec, buf, sizeof(rec));
@@ -99,21 +109,88 @@ static bool decode(const struct consumer *c, const unsigned char *buf, uint32_t 
 		return false;
 	memset(ev, 0, sizeof(*ev));
 	ev->probe = &c->set->p[rec.probe];
-	ev->tid = r->tid;
-	memcpy(ev->comm, r->comm, sizeof(ev->comm));
-	ev->comm[sizeof(ev->comm) - 1] = 0;
+	ev->tid = ref->tid;
+	memcpy(ev->comm, ref->comm, sizeof(ev->comm));
 	ev->cpu = rec.cpu;
 	ev->ts = rec.ts;
 	ev->pc = rec.pc;
 	ev->func = rec.func;
 	ev->entry_ts = rec.entry_ts;
 	ev->fault_mask = rec.fault_mask;
-	return decode_args(ev->probe, buf, len, ev);
+	return decode_args(ev->probe, buf, ref->len, ev);
+}
+
+/* --- batches: the records of one drain, in time order ---------------------
+ * Each thread's ring is in order, but the command prints one stream: the
+ * records of all rings are copied out, sorted by timestamp, then handed on,
+ * as the kernel merges its per-CPU buffers. */
+#define BATCH_MAX (16u << 20) /* bytes copied before a batch is flushed early */
+
+struct batch {
+	unsigned char *arena;
+	size_t used, cap;
+	struct batch_ref *refs;
+	size_t n, nref_cap;
+	uint64_t seq;
+};
+static struct batch batch;
+
+static bool batch_add(const unsigned char *rec, uint32_t len, const struct np_ring *r)
+{
+	if (batch.used + len > batch.cap) {
+		size_t cap = batch.cap ? batch.cap * 2 : 1u << 16;
+		while (cap < batch.used + len)
+			cap *= 2;
+		unsigned char *a = realloc(batch.arena, cap);
+		if (!a)
+			return false;
+		batch.arena = a;
+		batch.cap = cap;
+	}
+	if (batch.n == batch.nref_cap) {
+		size_t cap = batch.nref_cap ? batch.nref_cap * 2 : 1024;
+		struct batch_ref *refs = realloc(batch.refs, cap * sizeof(*refs));
+		if (!refs)
+			return false;
+		batch.refs = refs;
+		batch.nref_cap = cap;
+	}
+	struct batch_ref *ref = &batch.refs[batch.n++];
+	memcpy(batch.arena + batch.used, rec, len);
+	memcpy(&ref->ts, batch.arena + batch.used + offsetof(struct np_rec, ts), sizeof(ref->ts));
+	ref->off = batch.used;
+	ref->len = len;
+	ref->tid = r->tid;
+	ref->seq = batch.seq++;
+	memcpy(ref->comm, r->comm, sizeof(ref->comm));
+	ref->comm[sizeof(ref->comm) - 1] = 0;
+	batch.used += len;
+	return true;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct batch_ref *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void batch_flush(struct consumer *c, const struct session_ops *ops)
+{
+	qsort(batch.refs, batch.n, sizeof(*batch.refs), by_time);
+	for (size_t i = 0; i < batch.n; i++) {
+		struct event ev;
+		if (!decode(c, batch.arena + batch.refs[i].off, &batch.refs[i], &ev))
+			c->totals->corrupt++;
+		else if (ops->on_event)
+			ops->on_event(&ev, ops->cookie);
+	}
+	batch.n = batch.used = 0;
 }
 
 static void drain_ring(struct consumer *c, struct np_ring *r, const struct session_ops *ops)
 {
-	static unsigned char buf[REC_MAX];
 	const unsigned char *data = np_ring_data(r, c->nprobes);
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
@@ -132,18 +209,11 @@ static void drain_ring(struct consumer *c, struct np_ring *r, const struct sessi
 			tail = head;
 			break;
 		}
-		if (probe != NP_REC_PAD) {
-			struct event ev;
-			bool ok = len >= sizeof(struct np_rec) && len <= sizeof(buf);
-			if (ok)
-				memcpy(buf, data + off, len);
-			if (ok && decode(c, buf, len, r, &ev)) {
-				if (ops->on_event)
-					ops->on_event(&ev, ops->cookie);
-			} else {
-				c->totals->corrupt++;
-			}
-		}
+		if (probe != NP_REC_PAD &&
+		    (len < sizeof(struct np_rec) || len > REC_MAX || !batch_add(data + off, len, r)))
+			c->totals->corrupt++;
+		if (batch.used >= BATCH_MAX)
+			batch_flush(c, ops);
 		tail += len;
 	}
 	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
@@ -224,4 +294,5 @@ void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap
 		if (gone)
 			reap_ring(c, r);
 	}
+	batch_flush(c, ops);
 }

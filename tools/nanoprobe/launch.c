@@ -70,11 +70,14 @@ bool launch_is_static(const char *path)
 			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
 				dynamic = true;
 		}
+	/* a script is not ELF: its interpreter, started by exec, gets the
+	 * environment and so the agent */
+	bool is_elf = e && elf_kind(e) == ELF_K_ELF;
 	if (e)
 		elf_end(e);
 	if (fd >= 0)
 		close(fd);
-	return e && !dynamic;
+	return is_elf && !dynamic;
 }
 
 static int preload_env(const char *agent, const char *sock)
@@ -83,7 +86,9 @@ static int preload_env(const char *agent, const char *sock)
 	char *v = NULL;
 	if (asprintf(&v, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "") < 0)
 		return -1;
-	int rc = setenv("LD_PRELOAD", v, 1) || setenv(NP_AGENT_ENV_SOCK, sock, 1);
+	char target[160];
+	snprintf(target, sizeof(target), "%s@%d", sock, (int)getpid()); /* see agent.c */
+	int rc = setenv("LD_PRELOAD", v, 1) || setenv(NP_AGENT_ENV_SOCK, target, 1);
 	free(v);
 	return rc;
 }

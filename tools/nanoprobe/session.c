@@ -95,9 +95,11 @@ static bool peer_is_target(int fd, pid_t pid)
 	return cred.uid == geteuid() && cred.pid == pid;
 }
 
-static int accept_agent(int lfd, pid_t pid, char *err, size_t errlen)
+/* The target's agent connecting; within timeout_ms, or with 0 for as long
+ * as the program we started lives (its next image after an exec). */
+static int accept_agent(int lfd, pid_t pid, int timeout_ms, char *err, size_t errlen)
 {
-	uint64_t deadline = now_ms() + CONNECT_TIMEOUT_MS;
+	uint64_t deadline = timeout_ms ? now_ms() + (uint64_t)timeout_ms : UINT64_MAX;
 	while (now_ms() < deadline && !stop_requested) {
 		struct pollfd p = {lfd, POLLIN, 0};
 		if (launch_child_exited(pid)) {
@@ -243,6 +245,8 @@ static int start_target(const struct session_opts *o, const char *sock, char *er
 static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
 		     char *err, size_t errlen)
 {
+	for (size_t i = 0; i < c->set->n; i++)
+		c->set->p[i].state = 0;
 	int rc = send_probes(c->fd, h, c->set);
 	if (!rc)
 		rc = wait_ready(c, err, errlen);
@@ -313,37 +317,66 @@ static int fail(const struct session_opts *o, const char *msg)
 	return 1;
 }
 
+/* One agent's session. *t holds what earlier images of the program counted
+ * and receives this one's on top. */
 static int run_attached(const struct session_opts *o, struct control *c,
 			const struct np_msg_hello *h, const struct session_ops *ops,
 			struct totals *t)
 {
 	struct consumer cons;
-	struct totals folded, scratch;
-	if (totals_init(&folded, c->set->n) || totals_init(&scratch, c->set->n))
+	struct totals scratch;
+	if (totals_init(&scratch, c->set->n))
 		return fail(o, "out of memory");
-	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, &folded);
+	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, t);
 	if (rc) {
 		send_simple(c->fd, NP_MSG_DETACH);
-		totals_free(&folded);
 		totals_free(&scratch);
 		return fail(o, "the agent's shared memory is not what was asked for");
 	}
 	run_loop(o, c, &cons, ops, &scratch);
-	consumer_totals(&cons, t);
+	consumer_totals(&cons, &scratch);
 	consumer_close(&cons);
-	totals_free(&folded);
-	totals_free(&scratch);
+	totals_free(t);
+	*t = scratch;
 	return 0;
+}
+
+/* Sessions with the program's successive images: the one started, then,
+ * after each exec (a wrapper script running its interpreter), the next. */
+static int run_sessions(const struct session_opts *o, int lfd, struct probe_set *set,
+			const struct session_ops *ops, struct totals *t)
+{
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
+				 (uint32_t)set->n, 256, (o->ring_kb ? o->ring_kb : 256) * 1024u,
+				 o->hist_unit ? o->hist_unit : 1};
+	char err[512];
+	for (int n = 0;; n++) {
+		struct control c = {.fd = -1, .shm_fd = -1, .set = set};
+		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
+					     sizeof(err));
+		if (rc >= 0)
+			rc = handshake(o, &c, &h, err, sizeof(err));
+		if (rc && n == 0 && o->cmd)
+			launch_kill_child(); /* before its main: it never ran */
+		if (rc && (n == 0 || c.fd >= 0))
+			fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err);
+		if (!rc)
+			rc = run_attached(o, &c, &h, ops, t);
+		if (c.shm_fd >= 0)
+			close(c.shm_fd);
+		if (c.fd >= 0)
+			close(c.fd);
+		if (rc && n == 0)
+			return 1;
+		if (!o->cmd || stop_requested || launch_child_exited(target_pid))
+			return 0;
+	}
 }
 
 int session_run(const struct session_opts *o, struct probe_set *set,
 		const struct session_ops *ops, struct totals *t)
 {
 	char name[64], err[512];
-	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-				 (uint32_t)set->n, 256, (o->ring_kb ? o->ring_kb : 256) * 1024u,
-				 o->hist_unit ? o->hist_unit : 1};
-	struct control c = {.fd = -1, .shm_fd = -1, .set = set};
 	if (totals_init(t, set->n))
 		return fail(o, "out of memory");
 	int lfd = listen_abstract(name, sizeof(name));
@@ -351,21 +384,12 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 		return fail(o, "cannot open the control socket");
 	catch_stop_signals();
 	int rc = start_target(o, name, err, sizeof(err));
-	if (!rc)
-		rc = (c.fd = accept_agent(lfd, target_pid, err, sizeof(err))) < 0 ? c.fd : 0;
-	close(lfd);
-	if (!rc)
-		rc = handshake(o, &c, &h, err, sizeof(err));
 	if (rc) {
-		if (o->cmd)
-			launch_kill_child();
-		if (c.fd >= 0)
-			close(c.fd);
+		close(lfd);
 		return fail(o, err);
 	}
-	rc = run_attached(o, &c, &h, ops, t);
-	close(c.shm_fd);
-	close(c.fd);
+	rc = run_sessions(o, lfd, set, ops, t);
+	close(lfd);
 	return rc;
 }
 
