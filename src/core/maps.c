@@ -95,7 +95,9 @@ int np_maps_lookup(uint64_t addr, struct np_map *out)
 			cache_valid = true;
 		}
 		const struct np_map *m = find(&cache, addr);
-		if (m) {
+		/* A cached answer that is not code may be stale (the program
+		 * unmapped a module and mapped code there since): look again. */
+		if (m && (m->x || pass == 1)) {
 			*out = *m;
 			return 0;
 		}

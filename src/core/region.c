@@ -284,19 +284,39 @@ int np_region_refresh(struct np_region *r)
 	return 0;
 }
 
+static size_t patch_len(const struct np_region *r)
+{
+	return r->strategy == NP_STRATEGY_JUMP ? r->end - r->start : np_host_isa->trap_len;
+}
+
+/* The module may have been unloaded (dlclose) and the address reused: only
+ * code that still holds our patch is ours to restore. */
+static bool still_patched(const struct np_region *r)
+{
+	uint8_t now[sizeof(r->patch)];
+	size_t len = r->strategy == NP_STRATEGY_JUMP ? np_host_isa->jump_len
+						     : np_host_isa->trap_len;
+	return np_code_read(r->start, now, len) == 0 && memcmp(now, r->patch, len) == 0;
+}
+
 static int remove_region(struct np_region *r)
 {
-	int err = np_trap_table_put(r->start, r);
+	int err = 0;
+	if (!still_patched(r)) {
+		np_logf(NP_LOG_INFO, "0x%llx: code no longer holds the patch (module unloaded?); "
+				    "dropping the probe without restoring", (unsigned long long)r->start);
+		goto gone;
+	}
+	err = np_trap_table_put(r->start, r);
 	if (!err)
-		err = np_patch_region(r, r->orig, r->strategy == NP_STRATEGY_JUMP ? r->end - r->start
-										   : np_host_isa->trap_len,
-				      false);
+		err = np_patch_region(r, r->orig, patch_len(r), false);
 	if (err) {
 		/* still patched: a TRAP region keeps its breakpoint's entry */
 		if (r->strategy == NP_STRATEGY_JUMP)
 			np_trap_table_drop(r->start);
 		return err;
 	}
+gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */
 	unlink_region(r);
 	np_codemem_retire(r->tramp, r->tramp_len);

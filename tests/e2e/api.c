@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
@@ -541,6 +542,57 @@ TEST(probe_in_a_shared_library_at_entry_and_return)
 			CHECK_EQ(e2e_detach_free(po), 0);
 		if (pr)
 			CHECK_EQ(e2e_detach_free(pr), 0);
+	}
+}
+
+/* A module unloaded under its probe: the detach finds its patch gone and
+ * must not write the old bytes into whatever is mapped there now. */
+static void *load_unload(uint64_t (**fn)(uint64_t))
+{
+	const char *path = getenv("NP_LIBUNLOAD");
+	void *h = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+	*fn = h ? (uint64_t (*)(uint64_t))dlsym(h, "unload_mix") : NULL;
+	return h;
+}
+
+TEST(detach_after_the_module_was_unloaded_leaves_memory_alone)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		uint64_t (*fn)(uint64_t);
+		struct argrec a = {{0}, 0};
+		void *h = load_unload(&fn);
+		CHECK(fn);
+		if (!fn)
+			return;
+		struct np_probe *p = attach((void *)fn, record_args, NULL, &a, *s);
+		CHECK(p);
+		CHECK_EQ(fn(5), 5 * 2654435761ull + 17);
+		CHECK_EQ(a.calls, 1);
+		CHECK_EQ(dlclose(h), 0);
+		/* something else at the same place: a fresh anonymous mapping */
+		uint8_t *fill = mmap((void *)fn, 4096, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		if (fill != MAP_FAILED) {
+			uint8_t zero[64] = {0};
+			uintptr_t off = (uintptr_t)fn & 4095;
+			CHECK(memcmp(fill + (off > 4032 ? 0 : off), zero, sizeof zero) == 0);
+			munmap(fill, 4096);
+		}
+		/* loaded again: the original code, probe-able again */
+		h = load_unload(&fn);
+		CHECK(fn && fn(5) == 5 * 2654435761ull + 17);
+		p = fn ? attach((void *)fn, record_args, NULL, &a, *s) : NULL;
+		CHECK(p);
+		if (fn)
+			CHECK_EQ(fn(6), 6 * 2654435761ull + 17);
+		CHECK_EQ(a.calls, 2);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		if (h)
+			dlclose(h);
 	}
 }
 
