@@ -4,9 +4,10 @@
  *
  * The command names a probe's module by device and inode, so a probe finds
  * its module whatever path the program loaded it by. Probes whose module is
- * not mapped yet wait; the agent puts a return probe of its own on dlopen,
- * and each dlopen that returns places the waiting probes of the modules it
- * brought, before the program can call into them.
+ * not mapped yet wait; the agent puts return probes of its own on dlopen
+ * and dlclose: each dlopen that returns places the waiting probes of the
+ * modules it brought, before the program can call into them, and each
+ * dlclose sends the probes of modules it took away back to waiting.
  *
  * The control thread does the attaching (see the hook below).
  */
@@ -107,6 +108,22 @@ int np_agent_attach_pending(void)
 	return waiting;
 }
 
+/* Probes whose module dlclose took away go back to waiting: the engine
+ * drops them without touching memory that is no longer theirs, and the
+ * next dlopen of the module places them again. Caller holds the lock. */
+static void forget_unloaded(void)
+{
+	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
+		struct aprobe *ap = &np_agent.probes[i];
+		uint64_t bias;
+		if (ap->state != AP_ATTACHED || module_bias(ap->m.dev, ap->m.ino, &bias))
+			continue;
+		np_probe_free(ap->probe);
+		ap->probe = NULL;
+		ap->state = AP_PENDING;
+	}
+}
+
 void np_agent_detach_all(void)
 {
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
@@ -123,17 +140,15 @@ void np_agent_detach_all(void)
  * waiting for that very handler). So the handler asks the control thread,
  * which owns every attach, and waits until its request has been served or
  * the session is closing. */
-static struct np_probe *dlopen_probe;
+static struct np_probe *hooks[2]; /* dlopen, dlclose */
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t req_done = PTHREAD_COND_INITIALIZER;
 static uint64_t req_asked, req_served;
 static bool hook_open;
 static int hook_busy; /* handlers between the gate and their return */
 
-static void after_dlopen(struct np_ctx *ctx, void *data)
+static void after_dl_call(struct np_ctx *ctx, void *data)
 {
-	if (!np_ctx_retval(ctx))
-		return; /* dlopen failed: nothing new is mapped */
 	pthread_mutex_lock(&req_lock);
 	hook_busy++;
 	uint64_t mine = ++req_asked;
@@ -155,6 +170,7 @@ void np_agent_serve_dlopen(void)
 	uint64_t asked = req_asked;
 	pthread_mutex_unlock(&req_lock);
 	pthread_mutex_lock(&np_agent.lock);
+	forget_unloaded();
 	np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
 	pthread_mutex_lock(&req_lock);
@@ -165,16 +181,19 @@ void np_agent_serve_dlopen(void)
 
 int np_agent_hook_dlopen(void)
 {
-	void *fn = dlsym(RTLD_DEFAULT, "dlopen");
-	if (!fn)
-		return -ENOENT;
-	struct np_probe_opts o = NP_PROBE_OPTS(.on_return = after_dlopen,
-					       .name = "nanoprobe:dlopen");
+	static const char *const names[] = {"dlopen", "dlclose"};
 	pthread_mutex_lock(&req_lock);
 	hook_open = true;
 	pthread_mutex_unlock(&req_lock);
-	dlopen_probe = np_probe_attach(fn, &o);
-	return dlopen_probe ? 0 : -errno;
+	for (int i = 0; i < 2; i++) {
+		void *fn = dlsym(RTLD_DEFAULT, names[i]);
+		struct np_probe_opts o = NP_PROBE_OPTS(.on_return = after_dl_call,
+						       .name = names[i]);
+		hooks[i] = fn ? np_probe_attach(fn, &o) : NULL;
+		if (!hooks[i])
+			return fn ? -errno : -ENOENT;
+	}
+	return 0;
 }
 
 /* Close the gate, release the waiting handlers, then detach: the detach
@@ -187,7 +206,9 @@ void np_agent_unhook_dlopen(void)
 	while (hook_busy)
 		pthread_cond_wait(&req_done, &req_lock);
 	pthread_mutex_unlock(&req_lock);
-	if (dlopen_probe)
-		np_probe_free(dlopen_probe);
-	dlopen_probe = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (hooks[i])
+			np_probe_free(hooks[i]);
+		hooks[i] = NULL;
+	}
 }
