@@ -5,7 +5,7 @@ BUILD    ?= build
 PREFIX   ?= /usr/local
 MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
-            libzydis-dev libelf-dev libdw-dev
+            xz-utils libzydis-dev libelf-dev libdw-dev
 
 .PHONY: all deps build check demo bench install clean
 

@@ -322,4 +322,20 @@ TEST(unknown_names_say_where_they_were_looked_for)
 	CHECK_STR(err, "process 99999999 not found");
 }
 
+TEST(versioned_symbols_are_found_by_their_plain_name)
+{
+	char path[512], err[256];
+	struct np_symtab st;
+	CHECK_EQ(np_resolve_path("libc.so.6", 0, path, sizeof(path), err, sizeof(err)), 0);
+	CHECK_EQ(np_symtab_load(path, &st, err, sizeof(err)), 0);
+	const struct np_sym *s = np_symtab_find(&st, "dlopen"); /* dlopen@@GLIBC_2.34 */
+	CHECK(s != NULL);
+	for (size_t i = 0; i < st.n; i++)
+		if (strchr(st.syms[i].name, '@')) {
+			CHECK_STR(st.syms[i].name, "(no version suffix)");
+			break;
+		}
+	np_symtab_free(&st);
+}
+
 TEST_MAIN()

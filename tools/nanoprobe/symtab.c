@@ -80,7 +80,10 @@ static int push(struct builder *b, const char *name, uint64_t addr, uint64_t siz
 		st->syms = v;
 		b->cap = cap;
 	}
-	char *copy = strdup(name);
+	/* libdwfl names versioned symbols "dlopen@@GLIBC_2.34"; users (and
+	 * perf, bpftrace) say "dlopen". Versions of one name at one address
+	 * fold together in sort_unique. */
+	char *copy = strndup(name, strcspn(name, "@"));
 	if (!copy)
 		return -ENOMEM;
 	st->syms[st->n++] = (struct np_sym){copy, addr, size, source};
