@@ -43,6 +43,16 @@ static void capture_log(enum np_log_level level, const char *msg, void *user)
 		snprintf(np_agent.why, sizeof(np_agent.why), "%s", msg);
 }
 
+/* Anyone may bind an abstract socket name: only a command run by our own
+ * user (or root) may tell us what to probe and read. */
+static bool peer_trusted(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+	       (cred.uid == geteuid() || cred.uid == 0);
+}
+
 static int connect_to(const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -51,12 +61,14 @@ static int connect_to(const char *name)
 	if (fd < 0)
 		return -errno;
 	memcpy(a.sun_path + 1, name, n); /* abstract namespace */
-	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n))) {
-		int err = -errno;
+	int err = 0;
+	if (connect(fd, (struct sockaddr *)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n)))
+		err = -errno;
+	else if (!peer_trusted(fd))
+		err = -EPERM;
+	if (err)
 		close(fd);
-		return err;
-	}
-	return fd;
+	return err ? err : fd;
 }
 
 static bool fetch_valid(const struct np_fetch *f)
