@@ -45,12 +45,15 @@ static const char *label(const struct count *c, const struct rprobe *p, char *bu
 	return buf;
 }
 
-static void print_rows(const struct count *c, struct row *rows, size_t n)
+static void print_rows(const struct count *c, struct row *rows, size_t n, const char *stamp)
 {
 	char buf[1024];
 	qsort(rows, n, sizeof(*rows), by_count);
 	if (c->json) {
-		printf("{\"counts\":[");
+		printf("{");
+		if (stamp)
+			printf("\"time\":\"%s\",", stamp);
+		printf("\"counts\":[");
 		for (size_t i = 0; i < n; i++)
 			printf("%s{\"func\":\"%s\",\"path\":\"%s\",\"addr\":\"0x%llx\",\"count\":%llu}",
 			       i ? "," : "", label(c, rows[i].p, buf, sizeof(buf)), rows[i].p->m.path,
@@ -66,7 +69,7 @@ static void print_rows(const struct count *c, struct row *rows, size_t n)
 }
 
 /* Counts since the last print (all of them the first time). */
-static void print_counts(struct count *c, const uint64_t *now)
+static void print_counts(struct count *c, const uint64_t *now, const char *stamp)
 {
 	struct row *rows = calloc(c->set->n ? c->set->n : 1, sizeof(*rows));
 	if (!rows)
@@ -76,7 +79,7 @@ static void print_counts(struct count *c, const uint64_t *now)
 		rows[i].n = now[i] - c->last[i];
 		c->last[i] = now[i];
 	}
-	print_rows(c, rows, c->set->n);
+	print_rows(c, rows, c->set->n, stamp);
 	free(rows);
 	fflush(stdout);
 }
@@ -89,7 +92,7 @@ static void on_interval(const struct totals *t, void *cookie)
 	strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
 	if (!c->json)
 		printf("\n[%s]\n", stamp);
-	print_counts(c, t->counts);
+	print_counts(c, t->counts, stamp);
 }
 
 static bool several_files(const struct probe_set *set)
@@ -142,10 +145,10 @@ int cmd_count(int argc, char **argv)
 		rc = session_run(&o, &set, &(struct session_ops){NULL, on_interval, &c}, &t);
 	}
 	if (!rc) {
-		if (o.interval > 0 && !o.json)
+		if (o.interval > 0)
 			on_interval(&t, &c);
 		else
-			print_counts(&c, t.counts);
+			print_counts(&c, t.counts, NULL);
 		totals_free(&t);
 	}
 	session_finish(&o);
