@@ -107,6 +107,15 @@ NP_API void *np_probe_addr(const struct np_probe *probe);
 NP_API uint64_t np_probe_hits(const struct np_probe *probe);
 NP_API uint64_t np_probe_missed(const struct np_probe *probe);
 
+/* Housekeeping for the control path (never from a handler): give the
+ * per-thread state of exited threads back and keep a spare ready for every
+ * thread of the program that has none yet, so that its first hit finds one
+ * (the hit path never allocates: a thread that finds none counts as
+ * missed). np_probe_attach does it too; a program that starts
+ * threads in bursts while probes are attached calls it now and then (the
+ * nanoprobe agent does, every 10 ms). */
+NP_API void np_maintain(void);
+
 /* --- Handler context ---------------------------------------------------- */
 
 /* Integer/pointer argument i (0-based) of the platform calling convention,

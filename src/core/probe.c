@@ -435,6 +435,15 @@ NP_API uint64_t np_probe_hits(const struct np_probe *p)
 	return p ? np_thread_sum_hits(p->slot) - p->hits_base : 0;
 }
 
+NP_API void np_maintain(void)
+{
+	if (np_in_handler() || np_engine_init())
+		return;
+	pthread_mutex_lock(&np_engine_lock);
+	np_thread_pool_stock();
+	pthread_mutex_unlock(&np_engine_lock);
+}
+
 NP_API uint64_t np_probe_missed(const struct np_probe *p)
 {
 	return p ? np_thread_sum_missed(p->slot) - p->missed_base + atomic_load(&p->missed_global)

@@ -21,6 +21,7 @@
  */
 #include "core/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -100,10 +101,23 @@ struct np_thread **np_thread_tls_slot(void)
 	return &np_tls_self;
 }
 
-/* Control path: return the blocks of exited threads, keep spares. */
+static int count_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Control path: return the blocks of exited threads; keep a spare for
+ * every thread that has none yet, and half a segment more, so that each
+ * thread of the program finds one on its first hit. */
 void np_thread_pool_stock(void)
 {
-	int n = atomic_load(&nsegs), spare = 0;
+	int n = atomic_load(&nsegs), spare = 0, used = 0;
 	pid_t pid = getpid();
 	for (int s = 0; s < n; s++) {
 		uint64_t freem = atomic_load(&segs[s].free_mask);
@@ -117,11 +131,15 @@ void np_thread_pool_stock(void)
 				t->shadow_top = 0;
 				atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 				spare++;
+			} else {
+				used++;
 			}
 		}
 	}
-	if (spare < SEG_BLOCKS / 2)
-		segment_add();
+	int untracked = count_tasks() - used;
+	int want = (untracked > 0 ? untracked : 0) + SEG_BLOCKS / 2;
+	for (; spare < want && segment_add() == 0; spare += SEG_BLOCKS)
+		;
 }
 
 static void atfork_child(void)

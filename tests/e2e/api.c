@@ -9,6 +9,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,6 +594,81 @@ TEST(detach_after_the_module_was_unloaded_leaves_memory_alone)
 			CHECK_EQ(e2e_detach_free(p), 0);
 		if (h)
 			dlclose(h);
+	}
+}
+
+/* ---- many threads, each hitting a probe for the first time at once ------ */
+
+#define BURST 300
+static pthread_barrier_t burst_start;
+static uint64_t (*volatile burst_fn)(uint64_t, uint64_t);
+
+static void *burst_thread(void *arg)
+{
+	pthread_barrier_wait(&burst_start);
+	burst_fn(1, 2);
+	return NULL;
+}
+
+/* `before` runs once the threads exist and before they hit. */
+static void burst(struct np_probe **p, struct e2e_counter *c, void (*before)(struct np_probe **,
+									      struct e2e_counter *))
+{
+	pthread_t t[BURST];
+	int n = 0;
+	pthread_barrier_init(&burst_start, NULL, BURST + 1);
+	for (; n < BURST; n++)
+		if (pthread_create(&t[n], NULL, burst_thread, NULL))
+			break;
+	CHECK_EQ(n, BURST);
+	before(p, c);
+	pthread_barrier_wait(&burst_start);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&burst_start);
+}
+
+static void attach_now(struct np_probe **p, struct e2e_counter *c)
+{
+	struct np_probe_opts o = e2e_opts(e2e_count, c, NP_STRATEGY_AUTO);
+	*p = np_probe_attach((void *)burst_fn, &o);
+}
+
+static void maintain_now(struct np_probe **p, struct e2e_counter *c)
+{
+	np_maintain();
+}
+
+TEST(threads_started_before_the_attach_all_find_state_on_their_first_hit)
+{
+	struct e2e_counter c = {0};
+	struct np_probe *p = NULL;
+	burst_fn = (uint64_t (*)(uint64_t, uint64_t))lib_mix_address();
+	c.addr = (uintptr_t)burst_fn;
+	burst(&p, &c, attach_now);
+	CHECK(p);
+	CHECK_EQ(c.hits, BURST);
+	if (p) {
+		CHECK_EQ(np_probe_hits(p), BURST);
+		CHECK_EQ(np_probe_missed(p), 0);
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+TEST(np_maintain_readies_state_for_threads_started_after_the_attach)
+{
+	struct e2e_counter c = {0};
+	struct np_probe *p = NULL;
+	burst_fn = (uint64_t (*)(uint64_t, uint64_t))lib_mix_address();
+	c.addr = (uintptr_t)burst_fn;
+	attach_now(&p, &c);
+	CHECK(p);
+	burst(&p, &c, maintain_now);
+	CHECK_EQ(c.hits, BURST);
+	if (p) {
+		CHECK_EQ(np_probe_hits(p), BURST);
+		CHECK_EQ(np_probe_missed(p), 0);
+		CHECK_EQ(e2e_detach_free(p), 0);
 	}
 }
 
