@@ -143,8 +143,9 @@ struct np_thread {
 	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
 };
 
-/* The calling thread's block; claims one on first use (NULL if the pool is
- * empty). Async-signal-safe, lock-free, no syscall. */
+/* The calling thread's block; claims one on first use, growing the pool
+ * with one mmap if a burst of new threads emptied it (NULL only when out of
+ * memory). Async-signal-safe; after the first use, one TLS load. */
 struct np_thread *np_thread_self(void);
 struct np_thread *np_thread_peek(void); /* no claim */
 /* An entry handler redirected the call: no frame will carry its data. */

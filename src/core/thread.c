@@ -23,6 +23,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,24 +45,54 @@ struct segment {
 static struct segment segs[MAX_SEGS];
 static _Atomic int nsegs;
 
+/* Grows the pool by a segment. Called by the control path, and by a
+ * thread whose first hit finds the pool empty (a burst of new threads):
+ * one mmap, async-signal-safe, one grower at a time (-EAGAIN for the
+ * others, who then look again). */
+static _Atomic int growing;
+
 static int segment_add(void)
 {
-	int n = atomic_load(&nsegs);
-	if (n >= MAX_SEGS)
-		return -ENOSPC;
-	void *mem = mmap(NULL, SEG_BLOCKS * sizeof(struct np_thread), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED)
-		return -errno;
-	segs[n].blocks = mem;
-	for (unsigned i = 0; i < SEG_BLOCKS; i++)
-		segs[n].blocks[i].index = n * SEG_BLOCKS + i;
-	atomic_store(&segs[n].free_mask, ~0ull);
-	atomic_store(&nsegs, n + 1); /* publish after the segment is ready */
-	return 0;
+	int idle = 0;
+	if (!atomic_compare_exchange_strong(&growing, &idle, 1))
+		return -EAGAIN;
+	int n = atomic_load(&nsegs), err = 0;
+	void *mem = n < MAX_SEGS ? mmap(NULL, SEG_BLOCKS * sizeof(struct np_thread),
+					PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+				 : MAP_FAILED;
+	if (mem == MAP_FAILED) {
+		err = n < MAX_SEGS ? -errno : -ENOSPC;
+	} else {
+		segs[n].blocks = mem;
+		for (unsigned i = 0; i < SEG_BLOCKS; i++)
+			segs[n].blocks[i].index = n * SEG_BLOCKS + i;
+		atomic_store(&segs[n].free_mask, ~0ull);
+		atomic_store(&nsegs, n + 1); /* publish after the segment is ready */
+	}
+	atomic_store(&growing, 0);
+	return err;
 }
 
+static struct np_thread *claim_from_pool(void);
+
+/* A thread's first hit: a block from the pool, which grows if it must. */
 static struct np_thread *claim(void)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		struct np_thread *t = claim_from_pool();
+		if (t)
+			return t;
+		int err = segment_add();
+		if (err && err != -EAGAIN)
+			return NULL; /* out of memory or of segments: counted missed */
+		if (err)
+			sched_yield(); /* another thread is growing it */
+	}
+	return NULL;
+}
+
+static struct np_thread *claim_from_pool(void)
 {
 	int n = atomic_load_explicit(&nsegs, memory_order_acquire);
 	for (int s = 0; s < n; s++) {
