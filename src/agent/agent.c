@@ -37,10 +37,15 @@ struct agent np_agent = {.sock = -1, .shm_fd = -1, .wake_fd = -1,
 volatile int np_agent_live = 1;
 static int session_running;
 
+/* The reason an attach failed: the most severe message since it began
+ * (a refusal is INFO when the engine can fall back, and the last word
+ * when the strategy was forced). */
 static void capture_log(enum np_log_level level, const char *msg, void *user)
 {
-	if (level <= NP_LOG_WARN)
-		snprintf(np_agent.why, sizeof(np_agent.why), "%s", msg);
+	if (level > NP_LOG_INFO || (np_agent.why[0] && (int)level > np_agent.why_level))
+		return;
+	np_agent.why_level = (int)level;
+	snprintf(np_agent.why, sizeof(np_agent.why), "%s", msg);
 }
 
 /* Anyone may bind an abstract socket name: only a command run by our own
@@ -133,7 +138,7 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 static int shm_create(const struct np_msg_hello *h)
 {
 	uint32_t stride = np_ring_stride(h->nprobes, h->ring_bytes);
-	size_t size = 4096 + (size_t)h->nrings * stride;
+	size_t size = np_shm_size(h->nprobes, h->nrings, stride);
 	int fd = memfd_create("nanoprobe-rings", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -248,16 +253,28 @@ static bool serve_socket(void)
 	return false; /* DETACH, EOF, or something we do not understand */
 }
 
+/* Every tick: per-thread state for new threads, the missed counts out. */
+#define TICK_MS 10
+
+static void housekeeping(void)
+{
+	np_maintain();
+	pthread_mutex_lock(&np_agent.lock);
+	np_agent_publish_missed();
+	pthread_mutex_unlock(&np_agent.lock);
+}
+
 /* Until DETACH or the command goes away: serve dlopen handlers too. */
 static void session_serve(void)
 {
 	struct pollfd fds[2] = {{np_agent.sock, POLLIN, 0}, {np_agent.wake_fd, POLLIN, 0}};
 	for (;;) {
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		int n = poll(fds, 2, TICK_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
 			break;
-		}
+		housekeeping();
 		if (fds[1].revents & POLLIN)
 			np_agent_serve_dlopen();
 		if (fds[0].revents && !serve_socket())
@@ -269,11 +286,18 @@ static void session_serve(void)
 
 static void *session_thread(void *arg)
 {
+	/* The program's signals are for its own threads. Not blocked: the one
+	 * the engine moves threads out of patched bytes with, and the faults:
+	 * this thread may run a function while a breakpoint is on it, and a
+	 * blocked SIGTRAP there would kill the process. */
+	static const int keep[] = {SIGTRAP, SIGSEGV, SIGBUS, SIGILL, SIGFPE};
 	sigset_t all;
 	sigfillset(&all);
-	/* the engine moves threads out of patched bytes with SIGRTMAX-3 */
 	sigdelset(&all, SIGRTMAX - 3);
+	for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
+		sigdelset(&all, keep[i]);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	np_agent_busy = 1; /* for its whole life */
 	char *name = arg;
 	if (name) {
 		int fd = connect_to(name);
@@ -327,12 +351,14 @@ EXPORT int nanoprobe_agent_start(const char *sockname)
 {
 	if (!claim_session())
 		return -EBUSY;
+	np_agent_busy++; /* a borrowed thread: what we call here is ours */
 	char *name = strdup(sockname);
 	int err = name ? start_thread(name) : -ENOMEM;
 	if (err) {
 		free(name);
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
 	}
+	np_agent_busy--;
 	return err;
 }
 
@@ -381,23 +407,37 @@ static bool preload_target(char *name, size_t len)
 	return true;
 }
 
+static void wait_for_run(void)
+{
+	pthread_mutex_lock(&run_lock);
+	while (!run_state)
+		pthread_cond_wait(&run_cond, &run_lock);
+	pthread_mutex_unlock(&run_lock);
+}
+
 /* Preloaded: the probes are placed before the program's main runs. */
 __attribute__((constructor)) static void agent_preloaded(void)
 {
 	char name[108];
 	if (!preload_target(name, sizeof(name)) || !claim_session())
 		return;
+	np_agent_busy++; /* until the program's own code runs */
 	int fd = connect_to(name);
-	if (fd < 0) {
+	if (fd < 0)
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
-		return;
-	}
-	if (session_setup(fd) || start_thread(NULL)) {
+	else if (session_setup(fd) || start_thread(NULL))
 		session_end();
+	else
+		wait_for_run();
+	np_agent_busy--;
+}
+
+/* At a normal exit, the last missed counts (the control thread publishes
+ * them every tick, and may not get another). */
+__attribute__((destructor)) static void agent_exiting(void)
+{
+	if (!np_agent.shm || pthread_mutex_trylock(&np_agent.lock))
 		return;
-	}
-	pthread_mutex_lock(&run_lock);
-	while (!run_state)
-		pthread_cond_wait(&run_cond, &run_lock);
-	pthread_mutex_unlock(&run_lock);
+	np_agent_publish_missed();
+	pthread_mutex_unlock(&np_agent.lock);
 }

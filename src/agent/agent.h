@@ -18,6 +18,7 @@ struct aprobe {
 	uint64_t bias; /* load bias of its module once found */
 	int state;     /* enum aprobe_state */
 	bool reads_memory; /* a fetch dereferences: see handlers.c */
+	uint64_t missed_before; /* np_probe_missed of its earlier attachments */
 };
 
 /* One session with a command. Set up by the control path, read by
@@ -33,10 +34,14 @@ struct agent {
 	uint32_t gen;           /* bumped per session: stale TLS ring pointers */
 	uint32_t hist_unit;     /* ns per latency histogram unit */
 	pthread_mutex_t lock;   /* probes[].state, attach/detach */
-	char why[200];          /* the engine's last log message */
+	char why[200];          /* the engine's reason for the last refusal */
+	int why_level;
 };
 
 extern struct agent np_agent;
+/* Nonzero on a thread doing the agent's own work: its hits are not
+ * recorded (handlers.c). */
+extern __thread int np_agent_busy __attribute__((tls_model("initial-exec")));
 /* 0 in a forked child: its probes stay, but nothing it records is read. */
 extern volatile int np_agent_live;
 
@@ -46,6 +51,9 @@ int np_agent_hook_dlopen(void);
 void np_agent_serve_dlopen(void);
 void np_agent_unhook_dlopen(void);
 void np_agent_detach_all(void);
+/* Control thread, lock held: np_probe_missed of each probe into the
+ * shared memory's table. */
+void np_agent_publish_missed(void);
 
 /* handlers.c */
 void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);

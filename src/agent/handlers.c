@@ -29,6 +29,9 @@
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 #define NO_RING_RETRY 4096 /* hits before a ringless thread looks again */
 
+/* Set on threads while they do the agent's own work (placing probes, the
+ * control thread): what they call is not the program's. */
+__thread int np_agent_busy TLS_IE;
 static __thread struct np_ring *tls_ring TLS_IE;
 static __thread uint32_t tls_gen TLS_IE;
 static __thread uint32_t tls_retry TLS_IE;
@@ -40,9 +43,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static struct np_ring *ring_at(const struct np_shm_header *h, uint32_t i)
+static struct np_ring *ring_at(struct np_shm_header *h, uint32_t i)
 {
-	return (struct np_ring *)((char *)h + 4096 + (size_t)i * h->ring_stride);
+	return np_shm_ring(h, h->nprobes, h->ring_stride, i);
 }
 
 static struct np_ring *ring_claim(struct np_shm_header *h)
@@ -76,9 +79,12 @@ static __attribute__((noinline)) struct np_ring *ring_first(uint32_t gen)
 	return tls_ring;
 }
 
-/* The calling thread's ring in the current session, or NULL. */
+/* The calling thread's ring in the current session, or NULL (also for the
+ * agent's own work). */
 static inline struct np_ring *ring_self(void)
 {
+	if (np_agent_busy)
+		return NULL;
 	uint32_t gen = __atomic_load_n(&np_agent.gen, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(tls_gen == gen && tls_ring != NULL, 1))
 		return tls_ring;
@@ -290,7 +296,7 @@ static void on_event(struct np_ctx *ctx, void *data)
 static void on_call_start(struct np_ctx *ctx, void *data)
 {
 	uint64_t *word = np_ctx_call_data(ctx);
-	if (word)
+	if (word && !np_agent_busy)
 		*word = now_ns();
 }
 

@@ -118,6 +118,7 @@ static void forget_unloaded(void)
 		uint64_t bias;
 		if (ap->state != AP_ATTACHED || module_bias(ap->m.dev, ap->m.ino, &bias))
 			continue;
+		ap->missed_before += np_probe_missed(ap->probe);
 		np_probe_free(ap->probe);
 		ap->probe = NULL;
 		ap->state = AP_PENDING;
@@ -128,9 +129,22 @@ void np_agent_detach_all(void)
 {
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
-		if (ap->probe)
+		if (ap->probe) {
+			np_probe_detach(ap->probe);
+			ap->missed_before += np_probe_missed(ap->probe);
 			np_probe_free(ap->probe);
+		}
 		ap->probe = NULL;
+	}
+	np_agent_publish_missed();
+}
+
+void np_agent_publish_missed(void)
+{
+	uint64_t *missed = np_agent.shm ? np_shm_missed(np_agent.shm) : NULL;
+	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
+		const struct aprobe *ap = &np_agent.probes[i];
+		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0);
 	}
 }
 

@@ -24,6 +24,7 @@
  */
 #ifndef NP_AGENT_PROTO_H
 #define NP_AGENT_PROTO_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
@@ -170,6 +171,30 @@ struct np_rec {
 	/* then per argument: a number is a uint64_t; a string is a uint16_t
 	 * length, its bytes (no NUL), padded to 8. */
 };
+
+/* The layout: the header's page, missed[nprobes] (hits the engine could
+ * not hand to a handler, np_probe_missed, refreshed by the agent's control
+ * thread), then nrings rings of ring_stride bytes each. */
+static inline uint64_t *np_shm_missed(struct np_shm_header *h)
+{
+	return (uint64_t *)((char *)h + 4096);
+}
+
+static inline size_t np_shm_rings_offset(uint32_t nprobes)
+{
+	return 4096 + ((8ull * nprobes + 4095) & ~4095ull);
+}
+
+static inline size_t np_shm_size(uint32_t nprobes, uint32_t nrings, uint32_t stride)
+{
+	return np_shm_rings_offset(nprobes) + (size_t)nrings * stride;
+}
+
+static inline struct np_ring *np_shm_ring(struct np_shm_header *h, uint32_t nprobes,
+					  uint32_t stride, uint32_t i)
+{
+	return (struct np_ring *)((char *)h + np_shm_rings_offset(nprobes) + (size_t)i * stride);
+}
 
 static inline uint64_t *np_ring_counts(struct np_ring *r)
 {
