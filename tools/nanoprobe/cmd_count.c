@@ -35,9 +35,15 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->p->event, y->p->event);
 }
 
+static const char *func_name(const struct rprobe *p)
+{
+	return p->func[0] ? p->func : p->event;
+}
+
+/* Text: the name, prefixed with its file when several files are probed. */
 static const char *label(const struct count *c, const struct rprobe *p, char *buf, size_t len)
 {
-	const char *name = p->func[0] ? p->func : p->event;
+	const char *name = func_name(p);
 	if (!c->many_files)
 		return name;
 	const char *base = strrchr(p->m.path, '/');
@@ -56,7 +62,7 @@ static void print_rows(const struct count *c, struct row *rows, size_t n, const 
 		printf("\"counts\":[");
 		for (size_t i = 0; i < n; i++)
 			printf("%s{\"func\":\"%s\",\"path\":\"%s\",\"addr\":\"0x%llx\",\"count\":%llu}",
-			       i ? "," : "", label(c, rows[i].p, buf, sizeof(buf)), rows[i].p->m.path,
+			       i ? "," : "", func_name(rows[i].p), rows[i].p->m.path,
 			       (unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n);
 		printf("]}\n");
 		return;
@@ -149,6 +155,7 @@ int cmd_count(int argc, char **argv)
 			on_interval(&t, &c);
 		else
 			print_counts(&c, t.counts, NULL);
+		session_report(&o, &set, &t);
 		totals_free(&t);
 	}
 	session_finish(&o);

@@ -135,6 +135,7 @@ int cmd_latency(int argc, char **argv)
 			print_hist_json(&t.hist, u);
 		else
 			print_hist(&t.hist, u);
+		session_report(&o, &set, &t);
 		totals_free(&t);
 	}
 	fflush(stdout);

@@ -126,16 +126,6 @@ static int trace_option(int opt, const char *arg, void *cookie)
 	return 0;
 }
 
-static void report(const struct session_opts *o, const struct totals *t, const struct trace *tr)
-{
-	if (t->drops || t->no_ring || t->corrupt)
-		fprintf(stderr,
-			"nanoprobe trace: %llu events, %llu lost to full buffers, %llu to "
-			"threads without a buffer, %llu corrupt records skipped\n",
-			(unsigned long long)tr->events, (unsigned long long)t->drops,
-			(unsigned long long)t->no_ring, (unsigned long long)t->corrupt);
-}
-
 static int open_outputs(struct trace *tr, const struct trace_args *a)
 {
 	tr->out = a->out_path ? fopen(a->out_path, "w") : stdout;
@@ -169,7 +159,7 @@ int cmd_trace(int argc, char **argv)
 		rc = open_outputs(&tr, &a);
 	tr.json = o.json;
 	if (!rc && !(rc = session_run(&o, &set, &(struct session_ops){on_event, NULL, &tr}, &t))) {
-		report(&o, &t, &tr);
+		session_report(&o, &set, &t);
 		totals_free(&t);
 	}
 	if (tr.chrome)

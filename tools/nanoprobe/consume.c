@@ -24,7 +24,7 @@
 
 static struct np_ring *ring_at(const struct consumer *c, uint32_t i)
 {
-	return (struct np_ring *)((char *)c->shm + 4096 + (size_t)i * c->stride);
+	return np_shm_ring(c->shm, c->nprobes, c->stride, i);
 }
 
 int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
@@ -36,7 +36,7 @@ int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
 	c->nrings = h->nrings;
 	c->ring_bytes = h->ring_bytes;
 	c->stride = np_ring_stride(h->nprobes, h->ring_bytes);
-	c->size = 4096 + (size_t)c->nrings * c->stride;
+	c->size = np_shm_size(c->nprobes, c->nrings, c->stride);
 	c->set = set;
 	c->pid = pid;
 	c->totals = t;
@@ -255,7 +255,10 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 	now->corrupt = f->corrupt;
 	for (uint32_t i = 0; c->shm && i < c->nrings; i++)
 		ring_add(c, ring_at(c, i), now);
-	now->no_ring = c->shm ? c->shm->no_ring : f->no_ring;
+	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
+	now->missed = f->missed;
+	for (uint32_t i = 0; c->shm && i < c->nprobes; i++)
+		now->missed += np_shm_missed(c->shm)[i];
 }
 
 /* A thread that is gone never writes its ring again: fold it and free it. */

@@ -161,17 +161,20 @@ bool launch_child_exited(pid_t pid)
 	return false;
 }
 
+static bool killed_by_us;
+
 void launch_kill_child(void)
 {
 	if (child > 0 && child_status < 0) {
 		kill(child, SIGKILL);
 		waitpid(child, &child_status, 0);
+		killed_by_us = true;
 	}
 }
 
 int launch_wait_child(void)
 {
-	if (child <= 0)
+	if (child <= 0 || killed_by_us)
 		return -1;
 	while (child_status < 0) {
 		int st;

@@ -18,7 +18,8 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
 /* The started program has exited (always false for -p). */
 bool launch_child_exited(pid_t pid);
 void launch_kill_child(void);
-/* Wait for the started program to end; its wait status, or -1 if none. */
+/* Wait for the started program to end; its wait status, or -1 if none
+ * (or we killed it ourselves). */
 int launch_wait_child(void);
 /* Check that pid can be traced at all: exists, not a zombie. */
 int launch_check_pid(pid_t pid, char *err, size_t errlen);

@@ -71,9 +71,9 @@ static void name_probe(struct rprobe *r, const struct spec *s, const char *path)
 		snprintf(r->event, sizeof(r->event), "%s", s->event);
 	else if (!r->func[0])
 		snprintf(r->event, sizeof(r->event), "%s_0x%llx", b, (unsigned long long)s->offset);
-	else if (s->symbol[0] && s->offset)
+	else if (r->m.vaddr != r->m.func_vaddr) /* func+OFFS, or a file offset inside it */
 		snprintf(r->event, sizeof(r->event), "%s_%llu", r->func,
-			 (unsigned long long)s->offset);
+			 (unsigned long long)(r->m.vaddr - r->m.func_vaddr));
 	else
 		snprintf(r->event, sizeof(r->event), "%s%s", r->func, s->is_return ? "__return" : "");
 }

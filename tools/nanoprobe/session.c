@@ -33,8 +33,13 @@
 #define DETACH_TIMEOUT_MS 10000
 #define POLL_MS 10
 #define REAP_EVERY_MS 500
+/* Threads that can record at once (a ring each; rings of threads that exit
+ * are reused). Memory is touched only as threads use it. */
+#define RINGS_EVENTS 1024
+#define RINGS_COUNTING 4096
 
 static volatile sig_atomic_t stop_requested;
+static bool stopped_by_us; /* -d or a signal ended the session */
 static pid_t target_pid;
 
 static void on_stop_signal(int sig)
@@ -271,8 +276,9 @@ static void interval_tick(struct consumer *cons, const struct session_ops *ops,
 	ops->on_interval(scratch, ops->cookie);
 }
 
-/* Read events until the program ends or we are told to stop; then detach. */
-static void run_loop(const struct session_opts *o, struct control *c, struct consumer *cons,
+/* Read events until the program ends or we are told to stop (-d, a
+ * signal); then detach. True when we stopped it. */
+static bool run_loop(const struct session_opts *o, struct control *c, struct consumer *cons,
 		     const struct session_ops *ops, struct totals *scratch)
 {
 	uint64_t start = now_ms(), last_reap = start, last_tick = start;
@@ -296,6 +302,7 @@ static void run_loop(const struct session_opts *o, struct control *c, struct con
 		}
 	}
 	consumer_drain(cons, ops, false);
+	return detach_sent != 0;
 }
 
 static int totals_init(struct totals *t, size_t n)
@@ -333,7 +340,8 @@ static int run_attached(const struct session_opts *o, struct control *c,
 		totals_free(&scratch);
 		return fail(o, "the agent's shared memory is not what was asked for");
 	}
-	run_loop(o, c, &cons, ops, &scratch);
+	if (run_loop(o, c, &cons, ops, &scratch))
+		stopped_by_us = true;
 	consumer_totals(&cons, &scratch);
 	consumer_close(&cons);
 	totals_free(t);
@@ -346,9 +354,12 @@ static int run_attached(const struct session_opts *o, struct control *c,
 static int run_sessions(const struct session_opts *o, int lfd, struct probe_set *set,
 			const struct session_ops *ops, struct totals *t)
 {
+	/* Counting needs no event space: room for many more threads then. */
+	bool events = ops->on_event != NULL;
+	unsigned ring_kb = o->ring_kb ? o->ring_kb : events ? 256 : 4;
 	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-				 (uint32_t)set->n, 256, (o->ring_kb ? o->ring_kb : 256) * 1024u,
-				 o->hist_unit ? o->hist_unit : 1};
+				 (uint32_t)set->n, events ? RINGS_EVENTS : RINGS_COUNTING,
+				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1};
 	char err[512];
 	for (int n = 0;; n++) {
 		struct control c = {.fd = -1, .shm_fd = -1, .set = set};
@@ -368,7 +379,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 			close(c.fd);
 		if (rc && n == 0)
 			return 1;
-		if (!o->cmd || stop_requested || launch_child_exited(target_pid))
+		if (!o->cmd || stopped_by_us || stop_requested || launch_child_exited(target_pid))
 			return 0;
 	}
 }
@@ -534,7 +545,8 @@ int session_parse_opts(int argc, char **argv, struct session_opts *o, const char
 	memcpy(all, common, sizeof(common));
 	memcpy(all + nc, extra_long, ne * sizeof(*all));
 	memset(&all[nc + ne], 0, sizeof(*all));
-	snprintf(shortopts, sizeof(shortopts), "+:p:d:j%s", extra_short ? extra_short : "");
+	/* options may follow the specs (not what follows --) */
+	snprintf(shortopts, sizeof(shortopts), ":p:d:j%s", extra_short ? extra_short : "");
 	int end = split_command(argc, argv, o), opt;
 	if (end < 0)
 		return -1;
@@ -601,4 +613,24 @@ void session_finish(const struct session_opts *o)
 	if (st >= 0 && WIFSIGNALED(st))
 		fprintf(stderr, "nanoprobe %s: %s was killed by signal %d\n", o->verb, o->cmd[0],
 			WTERMSIG(st));
+}
+
+void session_report(const struct session_opts *o, const struct probe_set *set,
+		    const struct totals *t)
+{
+	if (t->missed)
+		fprintf(stderr, "nanoprobe %s: %llu hits not recorded: the probed code ran inside "
+				"a handler, or on a thread the engine could not track yet\n",
+			o->verb, (unsigned long long)t->missed);
+	if (t->drops || t->no_ring)
+		fprintf(stderr, "nanoprobe %s: %llu events lost to full buffers (--buffer-kb), "
+				"%llu hits of threads that found every buffer taken\n",
+			o->verb, (unsigned long long)t->drops, (unsigned long long)t->no_ring);
+	if (t->corrupt)
+		fprintf(stderr, "nanoprobe %s: %llu corrupt records skipped\n", o->verb,
+			(unsigned long long)t->corrupt);
+	for (size_t i = 0; i < set->n; i++)
+		if (set->p[i].state == 0)
+			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: %s was not loaded\n",
+				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path);
 }

@@ -49,6 +49,7 @@ struct totals {
 	uint64_t drops;     /* events lost to full rings */
 	uint64_t no_ring;   /* hits of threads that found no ring */
 	uint64_t corrupt;   /* records the command refused to read */
+	uint64_t missed;    /* hits the engine could not hand to a handler */
 };
 
 struct session_ops {
@@ -80,6 +81,9 @@ void totals_free(struct totals *t);
  * 0, or 2 (usage) / 1 (runtime) after printing the error. */
 int session_add_specs(const struct session_opts *o, char **argv, int first, unsigned action,
 		      struct probe_set *set, struct spec **specs);
+/* One line on stderr per kind of loss, and the probes never placed. */
+void session_report(const struct session_opts *o, const struct probe_set *set,
+		    const struct totals *t);
 /* After the results are out: wait for a program we started to finish. */
 void session_finish(const struct session_opts *o);
 
