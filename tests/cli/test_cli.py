@@ -19,11 +19,10 @@ by hand, they default to the build tree in ROOT/build:
   NP_PROG_PLUGIN_HOST, NP_PROG_SERVER, NP_PLUGIN
 Arguments: names (substrings) of the cases to run; none: all of them.
 
-A check marked `# BUG:` fails because of a defect of nanoprobe, not of the
-test; it stays so that the defect shows until it is fixed.
 """
 import json
 import os
+import queue
 import re
 import select
 import shutil
@@ -32,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -557,10 +557,10 @@ def count_wildcard_and_libc():
         got = objs[0]["counts"][0]["path"] if objs and objs[0].get("counts") else None
         R.eq(got, libc_path, f"'{short}:malloc' is the same file as 'c:malloc'", describe(q))
 
-    # BUG: the agent's own calls to malloc while it places the probes (in
-    # the program's main thread, before main) are counted as the program's.
-    # counter calls malloc once from main on (stdout's buffer); `count
-    # c:malloc -- counter 5` reports ~47. gdb measures the plain run.
+    # The agent's own calls to malloc while it places the probes (in the
+    # program's main thread, before main) are not the program's: counter
+    # calls malloc once from main on (stdout's buffer). gdb measures the
+    # plain run.
     want = gdb_mallocs_from_main([COUNTER, 5])
     if want is None:
         R.skip("c:malloc counts only the program's own calls", "gdb unavailable")
@@ -574,18 +574,15 @@ def count_wildcard_and_libc():
     # threads 3 1 creates exactly 3 threads.
     p = np("count", "-j", "c:pthread_create", "--", THREADS, 3, 1)
     counts, _ = json_counts(p.stdout)
-    # BUG: "unknown symbol 'pthread_create' in .../libc.so.6; did you mean:
-    # __thrd_create?": a symbol versioned @@ (the default version) is not
-    # found by its plain name (nor suggested), so c:pthread_create,
-    # c:fopen, c:pthread_mutex_lock, c:realpath... are refused.
+    # A symbol versioned @@ (pthread_create@@GLIBC_2.34) is found by its
+    # plain name.
     R.eq(sum((counts or {}).values()), 3,
          "c:pthread_create (default-versioned symbol) by its plain name counts 3",
          describe(p))
     p = np("count", "-j", "c:pthread_create*", "--", THREADS, 3, 1)
     counts, _ = json_counts(p.stdout)
-    # BUG: 4, not 3: the agent's own pthread_create (its session thread,
-    # started in its constructor once the probes are placed) is counted as
-    # the program's, as are its mallocs above.
+    # The agent's own pthread_create (its session thread, started in its
+    # constructor once the probes are placed) is not counted.
     R.eq(sum((counts or {}).values()), 3,
          "'c:pthread_create*' counts only the program's 3 threads, not the agent's",
          describe(p))
@@ -826,14 +823,13 @@ def threads_exact():
     m = 5000
     p, out = trace_out("-j", "--buffer-kb", "4", "tick", "--", THREADS, nthreads, m)
     objs, _ = parse_json_lines(out)
-    lost = re.search(r"(\d+) events, (\d+) lost to full buffers, (\d+) to threads without "
-                     r"a buffer, (\d+) corrupt", p.stderr)
+    lost = re.search(r"(\d+) events lost to full buffers \(--buffer-kb\), (\d+) hits of "
+                     r"threads that found every buffer taken", p.stderr)
     if lost:
-        ev, dropped, no_ring, corrupt = map(int, lost.groups())
-        R.eq(ev, len(objs), "--buffer-kb 4: the report counts the events printed", p.stderr)
-        R.eq(ev + dropped + no_ring, nthreads * m, "--buffer-kb 4: printed + lost = calls",
-             p.stderr)
-        R.eq(corrupt, 0, "--buffer-kb 4: no corrupt record")
+        dropped, no_ring = map(int, lost.groups())
+        R.eq(len(objs) + dropped + no_ring, nthreads * m,
+             "--buffer-kb 4: printed + lost = calls", p.stderr)
+        R.check("corrupt" not in p.stderr, "--buffer-kb 4: no corrupt record", p.stderr)
     else:
         R.eq(len(objs), nthreads * m, "--buffer-kb 4: nothing lost, so every call printed",
              p.stderr)
@@ -860,6 +856,95 @@ def dlopen_plugin():
          [a for x in range(4) for a in ({"x": x}, {"arg1": 7 * x + 3})],
          "arguments and return values in the plugin", describe(p, out[:3000]))
     R.check(all(o["group"] == "probe_libplugin" for o in objs), "group probe_libplugin")
+
+
+@case
+def dlclose_rounds():
+    # the plugin is unloaded and loaded again: its probe follows it
+    n, rounds = 10, 5
+    want_out = plain([PLUGIN_HOST, PLUGIN, n, rounds])
+    p = np("count", f"{PLUGIN}:plugin_fn", "--", PLUGIN_HOST, PLUGIN, n, rounds)
+    counts, other = parse_count_table(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"plugin_fn": n * rounds}, f"plugin_fn counted in all {rounds} loads",
+         describe(p))
+    R.eq(other, want_out.splitlines(), "plugin_host's output unchanged")
+
+
+@case
+def never_loaded_is_reported():
+    # counter never loads the plugin: the probe waits, and says so at the end
+    p = np("count", "work", f"{PLUGIN}:plugin_fn", "--", COUNTER, 7)
+    counts, _ = parse_count_table(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"counter:work": 7}, "work counted (two files: labelled with theirs)",
+         describe(p))
+    R.check("was never placed" in p.stderr and "libplugin" in p.stderr,
+            "the waiting probe is reported as never placed", describe(p))
+
+
+@case
+def exec_is_followed():
+    # a wrapper that execs the program (as pyenv's shims do): the probes
+    # follow the process into its new image; a child it forks is not traced
+    p = np("count", f"{COUNTER}:work", "--", "sh", "-c", f'exec "{COUNTER}" 9')
+    counts, other = parse_count_table(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"work": 9}, "work counted in the exec'd image", describe(p))
+    R.eq(other, plain([COUNTER, 9]).splitlines(), "the program's output unchanged")
+    p = np("count", f"{COUNTER}:work", "--", "sh", "-c", f'"{COUNTER}" 9; true')
+    counts, _ = parse_count_table(p.stdout)
+    R.eq(p.returncode, 0, "fork+exec: exits 0", describe(p))
+    R.eq((counts or {}).get("work", 0), 0, "a forked child is not traced", describe(p))
+
+
+@case
+def thread_burst():
+    # 300 threads that all hit the probe for the first time at once
+    nthreads, m = 300, 10
+    p = np("count", "-j", "tick", "--", THREADS, nthreads, m)
+    counts, other = json_counts(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"tick": nthreads * m}, f"every one of {nthreads * m} calls counted",
+         describe(p))
+    R.check("not recorded" not in p.stderr and "lost" not in p.stderr, "nothing lost",
+            describe(p))
+
+
+@case
+def duration_with_a_started_program():
+    # -d ends the session while the program goes on: the results come then,
+    # not when the program exits; the program finishes unchanged
+    proc = subprocess.Popen([NANOPROBE, "count", "-d", "1", "handle", "--", SERVER],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV,
+                            start_new_session=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] and None,
+                     daemon=True).start()
+    proc.stdin.write("1\n2\n")
+    proc.stdin.flush()
+    seen = []
+    try:
+        while not seen or seen[-1].split() != ["handle", "2"]:
+            seen.append(lines.get(timeout=TIMEOUT))
+    except queue.Empty:
+        pass
+    R.check(seen and seen[-1].split() == ["handle", "2"],
+            "-d 1: the count is printed while the program still runs", "".join(seen))
+    proc.stdin.write("3\n")
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    R.eq(proc.returncode, 0, "-d 1: exits 0", proc.stderr.read())
+    R.check("server: handled=3 sum=17\n" in rest, "-d 1: the program handled its later "
+            "input too", "".join(rest))
 
 
 # --------------------------------------------------------------------------
@@ -1155,11 +1240,9 @@ def attach_busy_and_malloc():
 
         # the server allocates nothing per line (its stdio buffers exist
         # since "ready" and the first fgets), so c:malloc must stay 0.
-        # BUG: placing a probe on a function the agent's own session thread
-        # calls while it patches (malloc, free, fgets...) kills a -p target
-        # with SIGTRAP: that thread blocks every signal but SIGRTMAX-3
-        # (src/agent/agent.c, session_thread), so the int3 of the patch
-        # window is fatal to the whole process. The three checks below fail.
+        # The agent's session thread calls malloc while it patches malloc:
+        # it must take the patch window's breakpoint like any thread (a
+        # blocked SIGTRAP there would kill the process).
         proc, ok = start_attached(site, "count", "-j", "-p", srv.pid, "c:malloc", "handle")
         R.check(ok, "c:malloc and handle attached", describe(finish(proc)) if not ok else "")
         answers = [srv.ask(v) for v in range(3)]
@@ -1168,8 +1251,7 @@ def attach_busy_and_malloc():
                 "-p c:malloc: the server survives the attach and answers",
                 describe(res, f"server status: {srv.p.poll()}; answers: {answers}"))
         counts, _ = json_counts(res.stdout)
-        # BUG (as in count_wildcard_and_libc): the agent's own malloc calls
-        # while it sets up are counted as the program's.
+        # The agent's own malloc calls while it sets up are not counted.
         R.eq(counts, {"handle": 3, "malloc": 0},
              "-p: c:malloc counts no call of the agent's own (the server allocates none "
              "per line)", describe(res))
@@ -1246,20 +1328,16 @@ def errors():
 
     # the engine refuses: not an instruction boundary; jump forced where a
     # jump cannot go (tests/cli: list says TRAP there, see the list case)
-    # BUG: with --strategy jump the planner's reason ("the function ends at
-    # 0x..., before the 5 bytes a jump needs", as `list` shows it) is lost:
-    # src/core/region.c logs a refused forced JUMP at NP_LOG_INFO and the
-    # agent keeps only WARN and above, so the message is strerror's
-    # "Operation not supported".
+    # A refused probe is reported with the engine's reason (for a forced
+    # JUMP, the planner's, as `list` shows it), not a bare strerror.
     for args, why, label in (
             ([f"{counter}:work+1"], "instruction boundary", "offset inside an instruction"),
             (["--strategy", "jump", f"{counter}:greet_ptr+5"], "before the 5 bytes a jump needs",
              "--strategy jump where a jump does not fit")):
         p = error_case(["trace"] + args, 1, [why, "no probe could be placed"],
                        f"refused: {label}", lines=2)
-        # BUG: nanoprobe kills the program it started (before main) and
-        # then reports "counter was killed by signal 9" as if something
-        # had happened to it: a third, misleading error line.
+        # nanoprobe kills the program it started (before main) itself: no
+        # "killed by signal" line about it.
         R.check("killed by signal" not in p.stderr,
                 f"refused: {label}: no 'killed by signal' about the program "
                 "nanoprobe itself stopped", describe(p))
@@ -1303,7 +1381,6 @@ def errors_attach():
         # refused by the engine in a running process
         p = np("trace", "-p", srv.pid, "--strategy", "jump", "server:handle+8")
         R.eq(p.returncode, 1, "-p refused probe: exit 1", describe(p))
-        # BUG: the reason is lost, as in `errors` (--strategy jump)
         R.check("before the 5 bytes a jump needs" in p.stderr,
                 "-p refused probe: the engine's reason", describe(p))
         R.eq(site.now(), site.orig, "-p refused probe: the target's code unchanged")

@@ -26,10 +26,10 @@ int main(int argc, char **argv)
 {
 	int nthreads = argc > 1 ? atoi(argv[1]) : 4;
 	per_thread = argc > 2 ? atol(argv[2]) : per_thread;
-	pthread_t t[64];
+	pthread_t t[1024];
 	long total = 0;
-	if (nthreads > 64)
-		nthreads = 64;
+	if (nthreads > 1024)
+		nthreads = 1024;
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
 	for (int i = 0; i < nthreads; i++) {
