@@ -34,6 +34,8 @@ check: build
 	  status=$$?; python3 tools/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$status
 
 demo: build
+	sh examples/demo.sh $(BUILD)
+	@printf '\n== 6. The same engine as a C library, linked into a program (examples/demo.c)\n'
 	$(BUILD)/examples/demo
 
 bench: build

@@ -16,6 +16,7 @@
  * idle, ready for the next session.
  */
 #include "agent/agent.h"
+#include "core/internal.h" /* np_fd_move_high */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,7 +63,7 @@ static int connect_to(const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	size_t n = strnlen(name, sizeof(a.sun_path) - 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = np_fd_move_high(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	memcpy(a.sun_path + 1, name, n); /* abstract namespace */
@@ -139,7 +140,7 @@ static int shm_create(const struct np_msg_hello *h)
 {
 	uint32_t stride = np_ring_stride(h->nprobes, h->ring_bytes);
 	size_t size = np_shm_size(h->nprobes, h->nrings, stride);
-	int fd = memfd_create("nanoprobe-rings", MFD_CLOEXEC);
+	int fd = np_fd_move_high(memfd_create("nanoprobe-rings", MFD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	void *p = MAP_FAILED;
@@ -213,7 +214,7 @@ static int session_setup(int fd)
 		err = shm_create(&h);
 	if (err)
 		return err;
-	np_agent.wake_fd = eventfd(0, EFD_CLOEXEC);
+	np_agent.wake_fd = np_fd_move_high(eventfd(0, EFD_CLOEXEC));
 	if (np_agent.wake_fd < 0)
 		return -errno;
 	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);

@@ -123,10 +123,21 @@ void np_codemem_retire(uint64_t addr, size_t len)
 	(void)len;
 }
 
+/* Descriptors the engine (or the agent) keeps open live high, away from
+ * the low numbers a program may expect to get from its own open(). */
+int np_fd_move_high(int fd)
+{
+	int high = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, NP_FD_HIGH) : -1;
+	if (high < 0)
+		return fd; /* a low limit: keep the one we have */
+	close(fd);
+	return high;
+}
+
 static int open_mem(void)
 {
 	if (mem_fd < 0)
-		mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	return mem_fd;
 }
 

@@ -31,6 +31,7 @@
 #define NP_MAX_PROBES 16384    /* counter slots per thread */
 #define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
 #define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
+#define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */
 
 struct np_site;
 
@@ -142,6 +143,10 @@ struct np_thread {
 	uint64_t missed[NP_MAX_PROBES];
 	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
 };
+
+/* fd duplicated at NP_FD_HIGH or above (close-on-exec), the original
+ * closed; fd itself if that fails. */
+int np_fd_move_high(int fd);
 
 /* The calling thread's block; claims one on first use, growing the pool
  * with one mmap if a burst of new threads emptied it (NULL only when out of

@@ -947,6 +947,15 @@ def duration_with_a_started_program():
             "input too", "".join(rest))
 
 
+@case
+def program_descriptors_unchanged():
+    # the agent keeps its descriptors high: the program's open() gets the
+    # number it gets without nanoprobe
+    p, out = trace_out("r c:open fd=$retval:s32", "--", "cat", "/etc/hostname")
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.check(re.search(r"fd=3$", out, re.M) is not None, "cat's open returns fd 3", out)
+
+
 # --------------------------------------------------------------------------
 # 6. latency
 

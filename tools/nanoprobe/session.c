@@ -349,6 +349,8 @@ static int run_attached(const struct session_opts *o, struct control *c,
 	return 0;
 }
 
+static void forget_comms(void);
+
 /* Sessions with the program's successive images: the one started, then,
  * after each exec (a wrapper script running its interpreter), the next. */
 static int run_sessions(const struct session_opts *o, int lfd, struct probe_set *set,
@@ -363,6 +365,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 	char err[512];
 	for (int n = 0;; n++) {
 		struct control c = {.fd = -1, .shm_fd = -1, .set = set};
+		forget_comms(); /* a new image may have renamed its threads */
 		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
 					     sizeof(err));
 		if (rc >= 0)
@@ -411,6 +414,11 @@ static struct {
 	int tid;
 	char comm[20];
 } comm_cache[COMM_SLOTS];
+
+static void forget_comms(void)
+{
+	memset(comm_cache, 0, sizeof(comm_cache));
+}
 
 const char *session_comm(int tid, const char *fallback)
 {
