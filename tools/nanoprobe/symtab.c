@@ -745,6 +745,8 @@ static int absolute(const char *name, char *out, size_t outlen)
 		return set_out(name, out, outlen);
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
+	while (name[0] == '.' && name[1] == '/') /* say cwd/x, not cwd/./x */
+		name += 2;
 	int n = snprintf(out, outlen, "%s/%s", cwd, name);
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
