@@ -178,7 +178,8 @@ static int by_time(const void *a, const void *b)
 
 static void batch_flush(struct consumer *c, const struct session_ops *ops)
 {
-	qsort(batch.refs, batch.n, sizeof(*batch.refs), by_time);
+	if (batch.n)
+		qsort(batch.refs, batch.n, sizeof(*batch.refs), by_time);
 	for (size_t i = 0; i < batch.n; i++) {
 		struct event ev;
 		if (!decode(c, batch.arena + batch.refs[i].off, &batch.refs[i], &ev))

@@ -80,8 +80,27 @@ bool launch_is_static(const char *path)
 	return is_elf && !dynamic;
 }
 
+/* A sanitizer build's agent brings the ASan runtime with it, after the
+ * program's own libraries in load order, which ASan checks by default. */
+static int sanitizer_env(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	const char *old = getenv("ASAN_OPTIONS");
+	char *v = NULL;
+	int rc = asprintf(&v, "%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "") < 0
+			 ? -1
+			 : setenv("ASAN_OPTIONS", v, 1);
+	free(v);
+	return rc;
+#else
+	return 0;
+#endif
+}
+
 static int preload_env(const char *agent, const char *sock)
 {
+	if (sanitizer_env())
+		return -1;
 	const char *old = getenv("LD_PRELOAD");
 	char *v = NULL;
 	if (asprintf(&v, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "") < 0)

@@ -547,12 +547,13 @@ int session_parse_opts(int argc, char **argv, struct session_opts *o, const char
 		{"strategy", required_argument, NULL, OPT_STRATEGY},
 		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
 	};
-	size_t nc = sizeof(common) / sizeof(*common), ne = count_options(extra_long);
-	struct option all[nc + ne + 1];
+	enum { NCOMMON = sizeof(common) / sizeof(*common), MAX_EXTRA = 8 };
+	struct option all[NCOMMON + MAX_EXTRA + 1] = {{0}};
+	size_t ne = count_options(extra_long);
 	char shortopts[64];
 	memcpy(all, common, sizeof(common));
-	memcpy(all + nc, extra_long, ne * sizeof(*all));
-	memset(&all[nc + ne], 0, sizeof(*all));
+	for (size_t i = 0; i < ne && i < MAX_EXTRA; i++)
+		all[NCOMMON + i] = extra_long[i];
 	/* options may follow the specs (not what follows --) */
 	snprintf(shortopts, sizeof(shortopts), ":p:d:j%s", extra_short ? extra_short : "");
 	int end = split_command(argc, argv, o), opt;
