@@ -191,32 +191,53 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	raise(sig);
 }
 
+enum trap_kind { TRAP_OURS, TRAP_GONE, TRAP_FOREIGN };
+
+/* Whose breakpoint is at 'at'. The table lookup and the look at the byte
+ * are two reads the engine may edit between: a breakpoint removed and put
+ * back (detach, then attach at the same address) can show the old table
+ * and the new byte. Writers publish the table before writing a breakpoint,
+ * so a breakpoint byte with no entry is foreign only if the table did not
+ * change while we looked. */
+static enum trap_kind classify(uint64_t at, struct np_region **r)
+{
+	uint8_t trap[16], cur[16];
+	size_t len = np_host_isa->trap_len;
+	np_host_isa->emit_trap(trap);
+	for (int tries = 0; tries < 1000; tries++) {
+		const struct trap_table *t = atomic_load_explicit(&table, memory_order_acquire);
+		if ((*r = lookup(t, at)))
+			return TRAP_OURS;
+		memcpy(cur, (const void *)at, len);
+		if (memcmp(cur, trap, len) != 0)
+			return TRAP_GONE; /* already removed: run the original */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&table, memory_order_acquire) == t)
+			return TRAP_FOREIGN;
+	}
+	return TRAP_FOREIGN;
+}
+
 static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	struct np_regs regs;
+	struct np_region *r;
 	int saved_errno = errno;
 
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
 	uint64_t at = regs.pc - np_host_isa->trap_len;
-	struct np_region *r = np_trap_lookup(at);
-	uint8_t trap[16], cur[16];
-	np_host_isa->emit_trap(trap);
-
-	if (r) {
+	enum trap_kind kind = classify(at, &r);
+	if (kind == TRAP_OURS) {
 		trap_hit(r, at, uc);
-	} else if (memcpy(cur, (const void *)at, np_host_isa->trap_len),
-		   memcmp(cur, trap, np_host_isa->trap_len) != 0) {
-		regs.pc = at; /* our breakpoint, already removed: run the original */
+	} else if (kind == TRAP_GONE) {
+		regs.pc = at;
 		np_host_regs_to_uc(&regs, uc);
-	} else {
-		atomic_fetch_sub(&readers, 1);
-		chain(sig, si, ucv);
-		errno = saved_errno;
-		return;
 	}
 	atomic_fetch_sub(&readers, 1);
+	if (kind == TRAP_FOREIGN)
+		chain(sig, si, ucv);
 	errno = saved_errno;
 }
 
