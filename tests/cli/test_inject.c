@@ -395,6 +395,12 @@ TEST(crash_in_start_function_leaves_process_running)
 {
 	struct inj j;
 
+#if defined(__SANITIZE_ADDRESS__)
+	/* the target's SIGSEGV handler is ASan's, which the fault is passed
+	 * to, as to any handler of the program's: it reports and exits */
+	printf("# skipped: a sanitizer build's target handles SIGSEGV itself\n");
+	return;
+#endif
 	inj_init(&j, lib, "np_test_crash");
 	injected_run(target, "spin", NULL, "running", &j, 1);
 	CHECK_EQ(j.r, -EFAULT);
