@@ -10,8 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <nanoprobe/nanoprobe.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,7 +24,6 @@
 #include "consume.h"
 #include "inject.h"
 #include "launch.h"
-#include "symtab.h"
 
 #define CONNECT_TIMEOUT_MS 15000
 #define READY_TIMEOUT_MS 60000
@@ -437,181 +434,6 @@ const char *session_comm(int tid, const char *fallback)
 		fclose(f);
 	}
 	return comm_cache[i].comm;
-}
-
-int session_main_path(const struct session_opts *o, char *out, size_t len, char *err,
-		      size_t errlen)
-{
-	if (o->pid) {
-		char link[64];
-		snprintf(link, sizeof(link), "/proc/%d/exe", (int)o->pid);
-		ssize_t n = readlink(link, out, len - 1);
-		if (n <= 0) {
-			snprintf(err, errlen, "cannot read %s: %s", link, strerror(errno));
-			return -errno;
-		}
-		out[n] = 0;
-		return 0;
-	}
-	int rc = np_resolve_path(o->cmd[0], 0, out, len, err, errlen);
-	if (!rc && launch_is_static(out)) {
-		snprintf(err, errlen, "%s is statically linked: the agent needs the dynamic "
-				      "loader to get in", out);
-		rc = -ENOEXEC;
-	}
-	return rc;
-}
-
-/* --- the command line ------------------------------------------------------ */
-
-enum { OPT_STRATEGY = 1000, OPT_BUFFER };
-
-static int parse_seconds(const char *verb, const char *opt, const char *arg, double *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtod(arg, &end);
-	if (errno || *end || *out <= 0) {
-		fprintf(stderr, "nanoprobe %s: %s wants a number of seconds > 0, not '%s'\n", verb,
-			opt, arg);
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_common(int opt, const char *arg, struct session_opts *o)
-{
-	char *end;
-	long v;
-	switch (opt) {
-	case 'p':
-		v = strtol(arg, &end, 10);
-		if (*end || v <= 0 || v > INT32_MAX) {
-			fprintf(stderr, "nanoprobe %s: -p wants a process id, not '%s'\n", o->verb, arg);
-			return -1;
-		}
-		o->pid = (pid_t)v;
-		return 0;
-	case 'd': return parse_seconds(o->verb, "-d", arg, &o->duration);
-	case 'j': o->json = true; return 0;
-	case OPT_STRATEGY:
-		for (unsigned s = NP_STRATEGY_AUTO; s <= NP_STRATEGY_TRAP; s++)
-			if (!strcmp(arg, np_strategy_name(s)))
-				return o->strategy = s, 0;
-		fprintf(stderr, "nanoprobe %s: --strategy is auto, jump or trap, not '%s'\n",
-			o->verb, arg);
-		return -1;
-	case OPT_BUFFER:
-		v = strtol(arg, &end, 10);
-		if (*end || v < 4 || v > 65536 || (v & (v - 1))) {
-			fprintf(stderr, "nanoprobe %s: --buffer-kb wants a power of two in 4..65536\n",
-				o->verb);
-			return -1;
-		}
-		o->ring_kb = (unsigned)v;
-		return 0;
-	}
-	return 1; /* not a common option */
-}
-
-static int split_command(int argc, char **argv, struct session_opts *o)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--")) {
-			o->cmd = i + 1 < argc ? argv + i + 1 : NULL;
-			if (!o->cmd) {
-				fprintf(stderr, "nanoprobe %s: nothing to run after --\n", o->verb);
-				return -1;
-			}
-			return i;
-		}
-	return argc;
-}
-
-static size_t count_options(const struct option *l)
-{
-	size_t n = 0;
-	while (l && l[n].name)
-		n++;
-	return n;
-}
-
-int session_parse_opts(int argc, char **argv, struct session_opts *o, const char *extra_short,
-		       const struct option *extra_long,
-		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie)
-{
-	static const struct option common[] = {
-		{"pid", required_argument, NULL, 'p'},
-		{"duration", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"strategy", required_argument, NULL, OPT_STRATEGY},
-		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
-	};
-	enum { NCOMMON = sizeof(common) / sizeof(*common), MAX_EXTRA = 8 };
-	struct option all[NCOMMON + MAX_EXTRA + 1] = {{0}};
-	size_t ne = count_options(extra_long);
-	char shortopts[64];
-	memcpy(all, common, sizeof(common));
-	for (size_t i = 0; i < ne && i < MAX_EXTRA; i++)
-		all[NCOMMON + i] = extra_long[i];
-	/* options may follow the specs (not what follows --) */
-	snprintf(shortopts, sizeof(shortopts), ":p:d:j%s", extra_short ? extra_short : "");
-	int end = split_command(argc, argv, o), opt;
-	if (end < 0)
-		return -1;
-	o->argend = end;
-	optind = 1;
-	while ((opt = getopt_long(end, argv, shortopts, all, NULL)) != -1) {
-		if (opt == '?' || opt == ':') {
-			fprintf(stderr, "nanoprobe %s: %s option '%s'\n", o->verb,
-				opt == '?' ? "unknown" : "missing value for", argv[optind - 1]);
-			return -1;
-		}
-		int rc = parse_common(opt, optarg, o);
-		if (rc > 0)
-			rc = extra ? extra(opt, optarg, cookie) : -1;
-		if (rc)
-			return -1;
-	}
-	if (o->pid && o->cmd) {
-		fprintf(stderr, "nanoprobe %s: give -p PID or -- CMD, not both\n", o->verb);
-		return -1;
-	}
-	if (!o->pid && !o->cmd) {
-		fprintf(stderr, "nanoprobe %s: say what to trace: -p PID or -- CMD ARGS...\n",
-			o->verb);
-		return -1;
-	}
-	return optind < end ? optind : (fprintf(stderr, "nanoprobe %s: no probe given\n", o->verb), -1);
-}
-
-int session_add_specs(const struct session_opts *o, char **argv, int first, unsigned action,
-		      struct probe_set *set, struct spec **specs)
-{
-	char err[1024], main_path[NP_PATH_MAX];
-	int n = o->argend - first;
-	if (o->pid && launch_check_pid(o->pid, err, sizeof(err)))
-		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
-	*specs = calloc((size_t)n, sizeof(**specs));
-	if (!*specs)
-		return 1;
-	for (int i = 0; i < n; i++)
-		if (spec_parse(argv[first + i], &(*specs)[i], err, sizeof(err)))
-			return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 2;
-	if (session_main_path(o, main_path, sizeof(main_path), err, sizeof(err)))
-		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
-	for (int i = 0; i < n; i++) {
-		(*specs)[i].text = argv[first + i];
-		size_t before = set->n;
-		if (resolve_spec(set, &(*specs)[i], o->pid, main_path, action, err, sizeof(err)))
-			return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
-		for (size_t k = before; k < set->n; k++)
-			set->p[k].m.strategy = (uint8_t)o->strategy;
-	}
-	if (set->n >= NP_REC_PAD)
-		return fprintf(stderr, "nanoprobe %s: %zu probes; at most %d\n", o->verb, set->n,
-			       NP_REC_PAD - 1), 1;
-	return 0;
 }
 
 void session_finish(const struct session_opts *o)
