@@ -883,6 +883,20 @@ def dlopen_plugin():
 
 
 @case
+def stub_library_names():
+    # glibc 2.34 moved libpthread's functions into libc: pthread:NAME still
+    # finds them, through what libpthread needs, as the loader would
+    p = np("count", "-j", "pthread:pthread_create", "--", THREADS, 3, 1)
+    counts, _ = json_counts(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"pthread_create": 3}, "pthread:pthread_create counts the 3 threads",
+         describe(p))
+    p = np("count", "pthread:no_such_function", "--", THREADS, 1, 1)
+    R.eq(p.returncode, 1, "an unknown name still fails", describe(p))
+    R.check("unknown symbol 'no_such_function'" in p.stderr, "and says so", describe(p))
+
+
+@case
 def dlclose_rounds():
     # the plugin is unloaded and loaded again: its probe follows it
     n, rounds = 10, 5

@@ -9,6 +9,7 @@
 #include "resolve.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,26 +18,37 @@
 
 #include "symtab.h"
 
-/* Symbol tables stay loaded for the life of the command. */
-static struct np_symtab *tables;
+/* Symbol tables stay loaded, at stable addresses, for the command's life. */
+static struct np_symtab **tables;
 static size_t ntables;
 
 static int table_for(const char *path, const struct np_symtab **out, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < ntables; i++)
-		if (!strcmp(tables[i].path, path)) {
-			*out = &tables[i];
+		if (!strcmp(tables[i]->path, path)) {
+			*out = tables[i];
 			return 0;
 		}
-	struct np_symtab *t = realloc(tables, (ntables + 1) * sizeof(*t));
-	if (!t)
+	struct np_symtab **v = realloc(tables, (ntables + 1) * sizeof(*v));
+	if (!v)
 		return -ENOMEM;
-	tables = t;
-	int rc = np_symtab_load(path, &tables[ntables], err, errlen);
-	if (rc)
+	tables = v;
+	struct np_symtab *t = calloc(1, sizeof(*t));
+	int rc = t ? np_symtab_load(path, t, err, errlen) : -ENOMEM;
+	if (rc) {
+		free(t);
 		return rc;
-	*out = &tables[ntables++];
+	}
+	*out = tables[ntables++] = t;
 	return 0;
+}
+
+static bool defines(const struct np_symtab *st, const char *glob)
+{
+	const struct np_sym **m = NULL;
+	size_t n = np_symtab_match(st, glob, &m);
+	free(m);
+	return n > 0;
 }
 
 static struct rprobe *add_probe(struct probe_set *set)
@@ -174,6 +186,23 @@ static int resolve_offset(struct probe_set *set, const struct spec *s,
 	return fill_probe(set, s, st, file, fn, vaddr, action, err, errlen);
 }
 
+/* A library that does not define a function may still be where the user
+ * met it: glibc 2.34 moved libpthread's and libdl's functions into libc and
+ * left stubs. As the dynamic linker would, look in what the library needs. */
+static int from_needed(const char *lib, const struct spec *s, pid_t pid, char *path,
+		       size_t len)
+{
+	char needed[16][64], err[256];
+	int n = np_symtab_needed(lib, needed, 16);
+	for (int i = 0; i < n; i++) {
+		const struct np_symtab *st;
+		if (np_resolve_path(needed[i], pid, path, len, err, sizeof(err)) == 0 &&
+		    table_for(path, &st, err, sizeof(err)) == 0 && defines(st, s->symbol))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const char *main_path,
 		 unsigned action, char *err, size_t errlen)
 {
@@ -197,6 +226,13 @@ int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const c
 	}
 	if ((rc = table_for(path, &st, err, errlen)))
 		return rc;
+	char dep[NP_PATH_MAX];
+	struct stat dep_file;
+	const struct np_symtab *dep_st;
+	if (s->symbol[0] && st->dyn && strcmp(path, main_path) && !defines(st, s->symbol) &&
+	    from_needed(path, s, pid, dep, sizeof(dep)) == 0 && stat(dep, &dep_file) == 0 &&
+	    table_for(dep, &dep_st, err, errlen) == 0)
+		return resolve_symbols(set, s, dep_st, &dep_file, action, err, errlen);
 	if (s->symbol[0])
 		return resolve_symbols(set, s, st, &file, action, err, errlen);
 	return resolve_offset(set, s, st, &file, action, err, errlen);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Any defined symbol by name (data included), for @SYMBOL fetch args. The
- * function table (symtab.c) keeps functions only, so this reads the file's
- * own .symtab and .dynsym once per lookup: specs are few. */
+/* What symtab.c's function table does not hold, read from the file once per
+ * lookup (specs are few): any defined symbol by name, data included, for
+ * @SYMBOL fetch args; and a library's DT_NEEDED list. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,4 +47,32 @@ int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *
 		elf_end(elf);
 	close(fd);
 	return found ? 0 : -ENOENT;
+}
+
+/* The DT_NEEDED names of path, at most max of them: how many. */
+int np_symtab_needed(const char *path, char names[][64], int max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (Elf_Scn *scn = NULL; elf && (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize && n < max; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+			if (gelf_getdyn(d, (int)i, &dyn) && dyn.d_tag == DT_NEEDED &&
+			    (name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)))
+				snprintf(names[n++], 64, "%s", name);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return n;
 }

@@ -56,6 +56,8 @@ const struct np_sym *np_symtab_at(const struct np_symtab *st, uint64_t vaddr);
 /* "did you mean: foo, foo2, bar?" for an unknown name (up to 3 closest
  * names by edit distance); empty string when nothing is close. */
 void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, size_t len);
+/* The libraries path needs (DT_NEEDED), at most max: how many (symdata.c). */
+int np_symtab_needed(const char *path, char names[][64], int max);
 /* Any defined symbol, data included (symdata.c): its vaddr, or -ENOENT. */
 int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr);
 /* The kernel's PATH:0xOFFSET is a file offset: map it to a vaddr through
