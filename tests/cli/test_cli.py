@@ -1084,6 +1084,18 @@ def export_trace():
             "thread_name metadata for every thread", ms)
     R.eq(len([e for e in evs if e.get("ph") not in ("X", "M")]), nthreads * m,
          "entries are instant events")
+    R.check(all(e.get("args", {}).get("event") == "tick__return" for e in xs),
+            "spans name their event", xs[:3])
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "a.json")
+        np("trace", "-o", os.path.join(d, "t.txt"), "--export-trace", path,
+           f"{COUNTER}:greet name=$arg1:string", "r greet n=$retval:s32", "--", COUNTER, 1)
+        with open(path) as f:
+            evs = json.load(f)["traceEvents"]
+    names = [e["args"].get("name") for e in evs if e.get("ph") == "i"]
+    R.eq(names, ["ada", "grace", "linus"], "instants carry their fetched arguments", evs[:4])
+    R.eq([e["args"].get("n") for e in evs if e.get("ph") == "X"], [294, 1028, 1665],
+         "spans carry the return value", evs[:4])
 
 
 # --------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "chrome.h"
 
+#include "quote.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +31,6 @@ struct chrome *chrome_open(const char *path)
 	return c;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	fputc('"', f);
-}
-
 static void remember_thread(struct chrome *c, int tid, const char *comm)
 {
 	for (unsigned i = 0; i < c->nthreads; i++)
@@ -65,9 +54,9 @@ void chrome_event(struct chrome *c, const struct event *ev, const char *comm)
 	bool span = p->m.is_return && ev->entry_ts && ev->entry_ts <= ev->ts;
 	remember_thread(c, ev->tid, comm);
 	fputs(c->events++ ? ",\n{\"name\":" : "{\"name\":", c->f);
-	json_str(c->f, p->func[0] ? p->func : p->event);
+	quote_json(c->f, p->func[0] ? p->func : p->event);
 	fputs(",\"cat\":", c->f);
-	json_str(c->f, p->group);
+	quote_json(c->f, p->group);
 	fprintf(c->f, ",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":", span ? "X" : "i",
 		(int)session_pid(), ev->tid);
 	put_us(c->f, span ? ev->entry_ts : ev->ts);
@@ -78,7 +67,13 @@ void chrome_event(struct chrome *c, const struct event *ev, const char *comm)
 		fputs(",\"s\":\"t\"", c->f);
 	}
 	fputs(",\"args\":{\"event\":", c->f);
-	json_str(c->f, p->event);
+	quote_json(c->f, p->event);
+	for (unsigned i = 0; i < p->m.nargs; i++) {
+		fputc(',', c->f);
+		quote_json(c->f, p->m.args[i].name);
+		fputc(':', c->f);
+		trace_value(c->f, ev, i, true);
+	}
 	fputs("}}", c->f);
 }
 
@@ -88,7 +83,7 @@ void chrome_close(struct chrome *c, pid_t pid)
 		fprintf(c->f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
 			      "\"args\":{\"name\":",
 			c->events++ ? ",\n" : "", (int)pid, c->threads[i].tid);
-		json_str(c->f, c->threads[i].comm);
+		quote_json(c->f, c->threads[i].comm);
 		fputs("}}", c->f);
 	}
 	fputs("\n]}\n", c->f);

@@ -2,12 +2,17 @@
 /* Chrome trace-event JSON (what Perfetto and chrome://tracing open):
  * a return event that knows when its call began becomes a complete event
  * ("ph":"X") spanning the call; an entry event an instant ("ph":"i");
- * each thread gets its name ("ph":"M"). */
+ * either carries its fetched arguments; each thread gets its name
+ * ("ph":"M"). */
 #ifndef NP_CLI_CHROME_H
 #define NP_CLI_CHROME_H
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "session.h"
+
+/* cmd_trace.c: an argument's value as trace prints it. */
+void trace_value(FILE *f, const struct event *ev, unsigned i, bool json);
 
 struct chrome;
 struct chrome *chrome_open(const char *path);

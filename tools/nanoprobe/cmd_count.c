@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "quote.h"
 #include "session.h"
 
 struct count {
@@ -60,10 +61,14 @@ static void print_rows(const struct count *c, struct row *rows, size_t n, const 
 		if (stamp)
 			printf("\"time\":\"%s\",", stamp);
 		printf("\"counts\":[");
-		for (size_t i = 0; i < n; i++)
-			printf("%s{\"func\":\"%s\",\"path\":\"%s\",\"addr\":\"0x%llx\",\"count\":%llu}",
-			       i ? "," : "", func_name(rows[i].p), rows[i].p->m.path,
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"func\":", i ? "," : "");
+			quote_json(stdout, func_name(rows[i].p));
+			printf(",\"path\":");
+			quote_json(stdout, rows[i].p->m.path);
+			printf(",\"addr\":\"0x%llx\",\"count\":%llu}",
 			       (unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n);
+		}
 		printf("]}\n");
 		return;
 	}

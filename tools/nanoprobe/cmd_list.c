@@ -12,6 +12,7 @@
  * tell, that a trampoline would be within a jump's reach.
  */
 #include "cmd_list.h"
+#include "quote.h"
 #include "symtab.h"
 
 #include "core/plan.h"
@@ -62,21 +63,6 @@ static int parse_args(int argc, char **argv, struct list_opts *o)
 	return o->path ? 0 : 2;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 /* ------------------------------------------------------------------ */
 /* Functions                                                            */
 
@@ -98,7 +84,7 @@ static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 			continue;
 		}
 		printf("{\"name\":");
-		json_str(s->name);
+		quote_json(stdout, s->name);
 		printf(",\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"source\":\"%s\"}\n",
 		       s->addr, s->size, src);
 	}
@@ -212,10 +198,10 @@ static void print_row(const struct fn_view *v, const struct row *r, const struct
 		return;
 	}
 	printf("{\"addr\":\"0x%" PRIx64 "\",\"bytes\":\"%s\",\"insn\":", r->pc, bytes);
-	json_str(r->text);
+	quote_json(stdout, r->text);
 	printf(",\"strategy\":\"%s\",\"reason\":", !ok ? "refused" : np_strategy_name(chosen));
 	if (why[0])
-		json_str(why);
+		quote_json(stdout, why);
 	else
 		printf("null");
 	printf("}\n");

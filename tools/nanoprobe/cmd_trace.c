@@ -13,6 +13,7 @@
 
 #include "chrome.h"
 #include "commands.h"
+#include "quote.h"
 #include "session.h"
 
 struct trace {
@@ -24,37 +25,34 @@ struct trace {
 
 enum { OPT_EXPORT = 2000 };
 
-static void put_string(FILE *f, const char *s, unsigned len, bool json)
-{
-	fputc('"', f);
-	for (unsigned i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch >= 0x20 && ch < 0x7f)
-			fputc(ch, f);
-		else if (json)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fprintf(f, "\\x%02x", ch);
-	}
-	fputc('"', f);
-}
-
 /* A value as the kernel prints its type; (fault) / null when unreadable. */
-static void put_value(FILE *f, const struct event *ev, unsigned i, bool json)
+void trace_value(FILE *f, const struct event *ev, unsigned i, bool json)
 {
 	const struct np_fetch *a = &ev->probe->m.args[i];
 	if (ev->fault_mask & (1u << i))
 		fputs(json ? "null" : "(fault)", f);
 	else if (a->type == NP_FT_STRING)
-		put_string(f, ev->arg[i].str, ev->arg[i].len, json);
+		quote_bytes(f, ev->arg[i].str, ev->arg[i].len, json);
 	else if (a->type == NP_FT_U)
 		fprintf(f, "%llu", (unsigned long long)ev->arg[i].num);
 	else if (a->type == NP_FT_S)
 		fprintf(f, "%lld", (long long)ev->arg[i].num);
 	else
 		fprintf(f, json ? "\"0x%llx\"" : "0x%llx", (unsigned long long)ev->arg[i].num);
+}
+
+/* "args":{"name":value,...} */
+static void args_json(FILE *f, const struct event *ev)
+{
+	const struct rprobe *p = ev->probe;
+	fputs("\"args\":{", f);
+	for (unsigned i = 0; i < p->m.nargs; i++) {
+		fputs(i ? "," : "", f);
+		quote_json(f, p->m.args[i].name);
+		fputc(':', f);
+		trace_value(f, ev, i, true);
+	}
+	fputc('}', f);
 }
 
 static void print_text(FILE *f, const struct event *ev, const char *comm)
@@ -70,7 +68,7 @@ static void print_text(FILE *f, const struct event *ev, const char *comm)
 		fprintf(f, "(0x%llx)", (unsigned long long)ev->pc);
 	for (unsigned i = 0; i < p->m.nargs; i++) {
 		fprintf(f, " %s=", p->m.args[i].name);
-		put_value(f, ev, i, false);
+		trace_value(f, ev, i, false);
 	}
 	fputc('\n', f);
 }
@@ -79,22 +77,21 @@ static void print_json(FILE *f, const struct event *ev, const char *comm)
 {
 	const struct rprobe *p = ev->probe;
 	fputs("{\"task\":", f);
-	put_string(f, comm, (unsigned)strlen(comm), true);
-	fprintf(f, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"ts\":%llu.%06llu,\"group\":\"%s\","
-		   "\"event\":\"%s\",",
+	quote_json(f, comm);
+	fprintf(f, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"ts\":%llu.%06llu,\"group\":",
 		(int)session_pid(), ev->tid, ev->cpu, (unsigned long long)(ev->ts / 1000000000u),
-		(unsigned long long)(ev->ts % 1000000000u / 1000), p->group, p->event);
+		(unsigned long long)(ev->ts % 1000000000u / 1000));
+	quote_json(f, p->group);
+	fputs(",\"event\":", f);
+	quote_json(f, p->event);
+	fputc(',', f);
 	if (p->m.is_return)
 		fprintf(f, "\"ret\":\"0x%llx\",\"func\":\"0x%llx\",", (unsigned long long)ev->pc,
 			(unsigned long long)ev->func);
 	else
 		fprintf(f, "\"addr\":\"0x%llx\",", (unsigned long long)ev->pc);
-	fputs("\"args\":{", f);
-	for (unsigned i = 0; i < p->m.nargs; i++) {
-		fprintf(f, "%s\"%s\":", i ? "," : "", p->m.args[i].name);
-		put_value(f, ev, i, true);
-	}
-	fputs("}}\n", f);
+	args_json(f, ev);
+	fputs("}\n", f);
 }
 
 static void on_event(const struct event *ev, void *cookie)
