@@ -114,9 +114,8 @@ static bool several_files(const struct probe_set *set)
 	return false;
 }
 
-static int count_option(int opt, const char *arg, void *cookie)
+static int count_option(int opt, const char *arg, struct session_opts *o, void *cookie)
 {
-	struct session_opts *o = cookie;
 	char *end;
 	if (opt != 'i')
 		return -1;
@@ -128,44 +127,36 @@ static int count_option(int opt, const char *arg, void *cookie)
 	return 0;
 }
 
-static void banner(const struct session_opts *o, const struct probe_set *set, char **argv,
-		   int first)
+static int count_prepare(struct session_opts *o, struct probe_set *set, void *cookie)
 {
-	if (o->json)
-		return;
-	fprintf(stderr, "Tracing %zu function%s for \"%s%s\"... Hit Ctrl-C to end.\n", set->n,
-		set->n == 1 ? "" : "s", argv[first], o->argend - first > 1 ? " ..." : "");
+	struct count *c = cookie;
+	c->set = set;
+	c->json = o->json;
+	c->many_files = several_files(set);
+	c->last = calloc(set->n ? set->n : 1, sizeof(uint64_t));
+	return c->last ? 0 : 1;
+}
+
+static void count_results(const struct session_opts *o, const struct totals *t, void *cookie)
+{
+	if (o->interval > 0)
+		on_interval(t, cookie); /* the last interval, up to the end */
+	else
+		print_counts(cookie, t->counts, NULL);
+}
+
+static void count_cleanup(void *cookie)
+{
+	free(((struct count *)cookie)->last);
 }
 
 int cmd_count(int argc, char **argv)
 {
-	struct session_opts o = {.verb = "count"};
-	struct probe_set set = {0};
-	struct spec *specs = NULL;
-	struct totals t;
-	int first = session_parse_opts(argc, argv, &o, "i:", NULL, count_option, &o);
-	if (first < 0)
-		return 2;
-	int rc = session_add_specs(&o, argv, first, NP_ACT_COUNT, &set, &specs);
-	struct count c = {&set, calloc(set.n ? set.n : 1, sizeof(uint64_t)), o.json,
-			  several_files(&set)};
-	if (!rc && !c.last)
-		rc = 1;
-	if (!rc) {
-		banner(&o, &set, argv, first);
-		rc = session_run(&o, &set, &(struct session_ops){NULL, on_interval, &c}, &t);
-	}
-	if (!rc) {
-		if (o.interval > 0)
-			on_interval(&t, &c);
-		else
-			print_counts(&c, t.counts, NULL);
-		session_report(&o, &set, &t);
-		totals_free(&t);
-	}
-	session_finish(&o);
-	free(c.last);
-	probe_set_free(&set);
-	free(specs);
-	return rc;
+	static const struct verb verb = {
+		.name = "count", .action = NP_ACT_COUNT, .banner = true, .short_opts = "i:",
+		.option = count_option, .prepare = count_prepare, .on_interval = on_interval,
+		.results = count_results, .cleanup = count_cleanup,
+	};
+	struct count c = {0};
+	return session_verb_main(&verb, &c, argc, argv);
 }

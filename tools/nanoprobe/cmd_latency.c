@@ -100,7 +100,7 @@ static void print_hist_json(const struct np_hist *h, const struct unit *u)
 	       (unsigned long long)(h->sum / u->ns));
 }
 
-static int latency_option(int opt, const char *arg, void *cookie)
+static int latency_option(int opt, const char *arg, struct session_opts *o, void *cookie)
 {
 	const struct unit **u = cookie;
 	if (opt == 'u')
@@ -109,7 +109,17 @@ static int latency_option(int opt, const char *arg, void *cookie)
 		*u = &units[2];
 	else
 		return -1;
+	o->hist_unit = (*u)->ns;
 	return 0;
+}
+
+static void latency_results(const struct session_opts *o, const struct totals *t, void *cookie)
+{
+	const struct unit *const *u = cookie;
+	if (o->json)
+		print_hist_json(&t->hist, *u);
+	else
+		print_hist(&t->hist, *u);
 }
 
 int cmd_latency(int argc, char **argv)
@@ -117,30 +127,10 @@ int cmd_latency(int argc, char **argv)
 	static const struct option longs[] = {{"microseconds", no_argument, NULL, 'u'},
 					       {"milliseconds", no_argument, NULL, 'm'},
 					       {0}};
+	static const struct verb verb = {
+		.name = "latency", .action = NP_ACT_LATENCY, .banner = true, .short_opts = "um",
+		.long_opts = longs, .option = latency_option, .results = latency_results,
+	};
 	const struct unit *u = &units[0];
-	struct session_opts o = {.verb = "latency"};
-	struct probe_set set = {0};
-	struct spec *specs = NULL;
-	struct totals t;
-	int first = session_parse_opts(argc, argv, &o, "um", longs, latency_option, &u);
-	if (first < 0)
-		return 2;
-	o.hist_unit = u->ns;
-	int rc = session_add_specs(&o, argv, first, NP_ACT_LATENCY, &set, &specs);
-	if (!rc && !o.json)
-		fprintf(stderr, "Tracing %zu function%s for \"%s\"... Hit Ctrl-C to end.\n", set.n,
-			set.n == 1 ? "" : "s", argv[first]);
-	if (!rc && !(rc = session_run(&o, &set, &(struct session_ops){0}, &t))) {
-		if (o.json)
-			print_hist_json(&t.hist, u);
-		else
-			print_hist(&t.hist, u);
-		session_report(&o, &set, &t);
-		totals_free(&t);
-	}
-	fflush(stdout);
-	session_finish(&o);
-	probe_set_free(&set);
-	free(specs);
-	return rc;
+	return session_verb_main(&verb, &u, argc, argv);
 }

@@ -17,6 +17,7 @@
 #include "session.h"
 
 struct trace {
+	const char *out_path, *export_path; /* -o, --export-trace */
 	FILE *out;
 	bool json;
 	struct chrome *chrome;
@@ -107,34 +108,41 @@ static void on_event(const struct event *ev, void *cookie)
 		chrome_event(t->chrome, ev, comm);
 }
 
-struct trace_args {
-	const char *out_path, *export_path;
-};
-
-static int trace_option(int opt, const char *arg, void *cookie)
+static int trace_option(int opt, const char *arg, struct session_opts *o, void *cookie)
 {
-	struct trace_args *a = cookie;
+	struct trace *t = cookie;
 	if (opt == 'o')
-		a->out_path = arg;
+		t->out_path = arg;
 	else if (opt == OPT_EXPORT)
-		a->export_path = arg;
+		t->export_path = arg;
 	else
 		return -1;
 	return 0;
 }
 
-static int open_outputs(struct trace *tr, const struct trace_args *a)
+static int trace_prepare(struct session_opts *o, struct probe_set *set, void *cookie)
 {
-	tr->out = a->out_path ? fopen(a->out_path, "w") : stdout;
-	if (!tr->out) {
-		perror(a->out_path);
+	struct trace *t = cookie;
+	t->json = o->json;
+	t->out = t->out_path ? fopen(t->out_path, "w") : stdout;
+	if (!t->out) {
+		perror(t->out_path);
 		return 1;
 	}
-	if (a->export_path && !(tr->chrome = chrome_open(a->export_path))) {
-		perror(a->export_path);
+	if (t->export_path && !(t->chrome = chrome_open(t->export_path))) {
+		perror(t->export_path);
 		return 1;
 	}
 	return 0;
+}
+
+static void trace_cleanup(void *cookie)
+{
+	struct trace *t = cookie;
+	if (t->chrome)
+		chrome_close(t->chrome, session_pid());
+	if (t->out && t->out != stdout)
+		fclose(t->out);
 }
 
 int cmd_trace(int argc, char **argv)
@@ -142,30 +150,11 @@ int cmd_trace(int argc, char **argv)
 	static const struct option longs[] = {{"output", required_argument, NULL, 'o'},
 					       {"export-trace", required_argument, NULL, OPT_EXPORT},
 					       {0}};
-	struct session_opts o = {.verb = "trace"};
-	struct trace_args a = {0};
-	struct trace tr = {0};
-	struct probe_set set = {0};
-	struct spec *specs = NULL;
-	struct totals t;
-	int first = session_parse_opts(argc, argv, &o, "o:", longs, trace_option, &a);
-	if (first < 0)
-		return 2;
-	int rc = session_add_specs(&o, argv, first, NP_ACT_EVENT, &set, &specs);
-	if (!rc)
-		rc = open_outputs(&tr, &a);
-	tr.json = o.json;
-	if (!rc && !(rc = session_run(&o, &set, &(struct session_ops){on_event, NULL, &tr}, &t))) {
-		session_report(&o, &set, &t);
-		totals_free(&t);
-	}
-	if (tr.chrome)
-		chrome_close(tr.chrome, session_pid());
-	if (tr.out && tr.out != stdout)
-		fclose(tr.out);
-	fflush(stdout);
-	session_finish(&o);
-	probe_set_free(&set);
-	free(specs);
-	return rc;
+	static const struct verb verb = {
+		.name = "trace", .action = NP_ACT_EVENT, .short_opts = "o:", .long_opts = longs,
+		.option = trace_option, .prepare = trace_prepare, .on_event = on_event,
+		.cleanup = trace_cleanup,
+	};
+	struct trace t = {0};
+	return session_verb_main(&verb, &t, argc, argv);
 }

@@ -190,3 +190,63 @@ int session_add_specs(const struct session_opts *o, char **argv, int first, unsi
 			       NP_REC_PAD - 1), 1;
 	return 0;
 }
+
+struct verb_call {
+	const struct verb *v;
+	struct session_opts *o;
+	void *cookie;
+};
+
+static int verb_option(int opt, const char *arg, void *cookie)
+{
+	struct verb_call *c = cookie;
+	return c->v->option ? c->v->option(opt, arg, c->o, c->cookie) : -1;
+}
+
+static void banner(const struct session_opts *o, const struct probe_set *set, char **argv,
+		   int first)
+{
+	fprintf(stderr, "Tracing %zu function%s for \"%s%s\"... Hit Ctrl-C to end.\n", set->n,
+		set->n == 1 ? "" : "s", argv[first], o->argend - first > 1 ? " ..." : "");
+}
+
+static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
+		    struct probe_set *set)
+{
+	struct session_ops ops = {v->on_event, v->on_interval, cookie};
+	struct totals t;
+	int rc = session_run(o, set, &ops, &t);
+	if (rc)
+		return rc;
+	if (v->results)
+		v->results(o, &t, cookie);
+	fflush(stdout);
+	session_report(o, set, &t);
+	totals_free(&t);
+	return 0;
+}
+
+int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
+{
+	struct session_opts o = {.verb = v->name};
+	struct verb_call call = {v, &o, cookie};
+	struct probe_set set = {0};
+	struct spec *specs = NULL;
+	int first = session_parse_opts(argc, argv, &o, v->short_opts, v->long_opts, verb_option,
+				       &call);
+	int rc = first < 0 ? 2 : session_add_specs(&o, argv, first, v->action, &set, &specs);
+	if (!rc && v->prepare)
+		rc = v->prepare(&o, &set, cookie);
+	if (!rc && v->banner && !o.json)
+		banner(&o, &set, argv, first);
+	if (!rc)
+		rc = verb_run(v, cookie, &o, &set);
+	if (v->cleanup)
+		v->cleanup(cookie);
+	fflush(stdout);
+	if (first >= 0)
+		session_finish(&o);
+	probe_set_free(&set);
+	free(specs);
+	return rc;
+}

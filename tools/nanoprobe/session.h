@@ -87,6 +87,26 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 /* After the results are out: wait for a program we started to finish. */
 void session_finish(const struct session_opts *o);
 
+/* What one verb adds to the flow every session verb shares (parse the
+ * options, resolve the specs, start or inject, run, report, clean up). */
+struct verb {
+	const char *name;
+	unsigned action;         /* enum np_action of its probes */
+	bool banner;             /* "Tracing N functions..." unless -j */
+	const char *short_opts;  /* its own options, handled by option() */
+	const struct option *long_opts;
+	int (*option)(int opt, const char *arg, struct session_opts *o, void *cookie);
+	/* once the specs are resolved, before anything starts: 0 or a status */
+	int (*prepare)(struct session_opts *o, struct probe_set *set, void *cookie);
+	void (*on_event)(const struct event *ev, void *cookie);
+	void (*on_interval)(const struct totals *t, void *cookie);
+	void (*results)(const struct session_opts *o, const struct totals *t, void *cookie);
+	void (*cleanup)(void *cookie); /* always, last; may be NULL */
+};
+
+/* The whole verb: its exit status. */
+int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv);
+
 /* The name of a thread: its current one while it lives (cached), else
  * `fallback`, else "<...>" as the kernel prints a task it no longer knows. */
 const char *session_comm(int tid, const char *fallback);
