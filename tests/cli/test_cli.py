@@ -52,6 +52,7 @@ THREADS = _path("NP_PROG_THREADS", "tests/cli/threads")
 PLUGIN_HOST = _path("NP_PROG_PLUGIN_HOST", "tests/cli/plugin_host")
 SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
+CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 
 TIMEOUT = 60  # for one command; reaching it is a failure, never a measure
 
@@ -894,6 +895,31 @@ def stub_library_names():
     p = np("count", "pthread:no_such_function", "--", THREADS, 1, 1)
     R.eq(p.returncode, 1, "an unknown name still fails", describe(p))
     R.check("unknown symbol 'no_such_function'" in p.stderr, "and says so", describe(p))
+
+
+@case
+def cxx_names():
+    if not CART or not os.path.exists(CART):
+        R.skip("C++ names", "no C++ compiler: no cart program")
+        return
+    # a C++ name without its parameters names every overload; the rows
+    # show the whole signature, as nm -C does
+    p = np("count", "-j", "shop::Cart::price", "--", CART)
+    counts, other = json_counts(p.stdout)
+    R.eq(p.returncode, 0, "exits 0", describe(p))
+    R.eq(counts, {"shop::Cart::price(char const*, int)": 10, "shop::Cart::price(int)": 10},
+         "both overloads, by their demangled signatures", describe(p))
+    R.eq(other, plain([CART]).splitlines(), "cart's output unchanged")
+    p = np("count", "-j", f"{CART}:shop::*", "--", CART)
+    counts, _ = json_counts(p.stdout)
+    R.eq(sorted((counts or {}).values()), [10, 10], "PATH:shop::* (the path ends at the lone ':')",
+         describe(p))
+    p, out = trace_out("shop::Cart::price(int) c=%si:s32", "--", CART)
+    events, _ = parse_text_events(out)
+    R.eq([e["group"] + ":" + e["event"] for e in events][:1], ["probe_cart:shop__Cart__price"],
+         "an event name is one word", out[:500])
+    R.eq([e["args"].get("c") for e in events], [str(i) for i in range(10)],
+         "one overload by its signature, with its argument", out[:500])
 
 
 @case

@@ -10,6 +10,7 @@
  */
 #include "test.h"
 
+#include "../../tools/nanoprobe/demangle.h"
 #include "../../tools/nanoprobe/symtab.h"
 
 #include <elfutils/libdwelf.h>
@@ -336,6 +337,29 @@ TEST(versioned_symbols_are_found_by_their_plain_name)
 			break;
 		}
 	np_symtab_free(&st);
+}
+
+TEST(cxx_names_demangle_and_shorten_to_what_people_write)
+{
+	static const struct {
+		const char *mangled, *demangled, *short_name;
+	} v[] = {
+		{"_ZN4shop4Cart5priceEi", "shop::Cart::price(int)", "shop::Cart::price"},
+		{"_ZNK4shop4Cart5totalEv", "shop::Cart::total() const", "shop::Cart::total"},
+		{"_ZN1A1fEPFviE", "A::f(void (*)(int))", "A::f"},
+		{"_ZN4shop4Cart5priceEi.isra.0", "shop::Cart::price(int) [clone .isra.0]",
+		 "shop::Cart::price"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		char *d = np_demangle(v[i].mangled);
+		CHECK_STR(d ? d : "(null)", v[i].demangled);
+		char *sh = d ? np_demangled_short(d) : NULL;
+		CHECK_STR(sh ? sh : "(null)", v[i].short_name);
+		free(d);
+		free(sh);
+	}
+	CHECK(np_demangle("malloc") == NULL);
+	CHECK(np_demangle("_Znot_a_name") == NULL);
 }
 
 TEST_MAIN()

@@ -66,12 +66,18 @@ static int parse_args(int argc, char **argv, struct list_opts *o)
 /* ------------------------------------------------------------------ */
 /* Functions                                                            */
 
+/* As nm -C shows it: C++ names demangled. */
+static const char *shown(const struct np_sym *s)
+{
+	return s->demangled ? s->demangled : s->name;
+}
+
 static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 {
 	int w = 4;
 	for (size_t i = 0; i < n && !json; i++)
-		if ((int)strlen(v[i]->name) > w)
-			w = (int)strlen(v[i]->name);
+		if ((int)strlen(shown(v[i])) > w)
+			w = (int)strlen(shown(v[i]));
 	w = w > 48 ? 48 : w; /* a long C++ name must not push every row */
 	if (!json)
 		printf("%-16s  %8s  %-*s  %s\n", "ADDRESS", "SIZE", w, "NAME", "SOURCE");
@@ -80,11 +86,15 @@ static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 		const char *src = np_sym_source_name(s->source);
 		if (!json) {
 			printf("%016" PRIx64 "  %8" PRIu64 "  %-*s  %s\n", s->addr, s->size, w,
-			       s->name, src);
+			       shown(s), src);
 			continue;
 		}
 		printf("{\"name\":");
 		quote_json(stdout, s->name);
+		if (s->demangled) {
+			printf(",\"demangled\":");
+			quote_json(stdout, s->demangled);
+		}
 		printf(",\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"source\":\"%s\"}\n",
 		       s->addr, s->size, src);
 	}
@@ -225,7 +235,7 @@ static int list_instructions(const struct np_symtab *st, const struct np_sym *s,
 		w.text = (int)strlen(r.text) > w.text ? (int)strlen(r.text) : w.text;
 	}
 	if (!json)
-		printf("%s: 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " byte%s, %s) in %s\n", s->name,
+		printf("%s: 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " byte%s, %s) in %s\n", shown(s),
 		       s->addr, end, s->size, s->size == 1 ? "" : "s",
 		       np_sym_source_name(s->source), st->path);
 	if (!json)

@@ -8,6 +8,7 @@
  */
 #include "resolve.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <libgen.h>
@@ -69,7 +70,8 @@ static struct rprobe *add_probe(struct probe_set *set)
 }
 
 /* perf probe's names: group probe_<file>, event <func>[_<off>][__return]. */
-static void name_probe(struct rprobe *r, const struct spec *s, const char *path)
+/* fn: the function's name for events, "" if there is none. */
+static void name_probe(struct rprobe *r, const struct spec *s, const char *path, const char *fn)
 {
 	char base[NP_PATH_MAX];
 	snprintf(base, sizeof(base), "%s", path);
@@ -81,13 +83,17 @@ static void name_probe(struct rprobe *r, const struct spec *s, const char *path)
 		snprintf(r->group, sizeof(r->group), "probe_%s", b);
 	if (s->event[0])
 		snprintf(r->event, sizeof(r->event), "%s", s->event);
-	else if (!r->func[0])
+	else if (!fn[0])
 		snprintf(r->event, sizeof(r->event), "%s_0x%llx", b, (unsigned long long)s->offset);
 	else if (r->m.vaddr != r->m.func_vaddr) /* func+OFFS, or a file offset inside it */
-		snprintf(r->event, sizeof(r->event), "%s_%llu", r->func,
+		snprintf(r->event, sizeof(r->event), "%s_%llu", fn,
 			 (unsigned long long)(r->m.vaddr - r->m.func_vaddr));
 	else
-		snprintf(r->event, sizeof(r->event), "%s%s", r->func, s->is_return ? "__return" : "");
+		snprintf(r->event, sizeof(r->event), "%s%s", fn, s->is_return ? "__return" : "");
+	/* an event name is one word: Shop::price becomes Shop__price */
+	for (char *c = r->event; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			*c = '_';
 }
 
 static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_symtab *st,
@@ -130,11 +136,12 @@ static int fill_probe(struct probe_set *set, const struct spec *s, const struct 
 	r->m.ino = (uint64_t)file->st_ino;
 	r->m.vaddr = vaddr;
 	if (fn) {
-		snprintf(r->func, sizeof(r->func), "%s", fn->name);
+		/* C++: the whole signature tells overloads apart */
+		snprintf(r->func, sizeof(r->func), "%s", fn->demangled ? fn->demangled : fn->name);
 		r->m.func_vaddr = fn->addr;
 		r->m.func_size = fn->size;
 	}
-	name_probe(r, s, st->path);
+	name_probe(r, s, st->path, !fn ? "" : fn->short_name ? fn->short_name : fn->name);
 	return resolve_args(r, s, st, err, errlen);
 }
 

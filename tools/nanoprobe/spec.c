@@ -275,9 +275,10 @@ static int parse_location(struct cursor *c, const char *t, size_t len, struct sp
 		s->is_return = true;
 		len = (size_t)(pct - t);
 	}
+	/* PATH ends at the first lone ':' (C++ names hold "::") */
 	const char *colon = NULL;
-	for (const char *p = t; p < t + len; p++)
-		if (*p == ':')
+	for (const char *p = t; p < t + len && !colon; p++)
+		if (*p == ':' && (p + 1 == t + len || p[1] != ':') && (p == t || p[-1] != ':'))
 			colon = p;
 	if (colon == t || (colon && colon + 1 == t + len))
 		return fail_at(c, t, len, "want PATH:SYMBOL or PATH:0xOFFSET, got '%.*s'", (int)len,

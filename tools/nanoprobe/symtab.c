@@ -20,6 +20,8 @@
  */
 #include "symtab.h"
 
+#include "demangle.h"
+
 #include <ctype.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -86,7 +88,7 @@ static int push(struct builder *b, const char *name, uint64_t addr, uint64_t siz
 	char *copy = strndup(name, strcspn(name, "@"));
 	if (!copy)
 		return -ENOMEM;
-	st->syms[st->n++] = (struct np_sym){copy, addr, size, source};
+	st->syms[st->n++] = (struct np_sym){copy, NULL, NULL, addr, size, source};
 	st->sources |= source;
 	return 0;
 }
@@ -395,6 +397,17 @@ static int open_elf(struct np_symtab *st, Elf **elf, char *err, size_t errlen)
 	return -ENOEXEC;
 }
 
+/* C++ names, once per table (a name that does not demangle stays as is). */
+static void demangle_all(struct np_symtab *st)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		struct np_sym *s = &st->syms[i];
+		if (!(s->demangled = np_demangle(s->name)))
+			continue;
+		s->short_name = np_demangled_short(s->demangled);
+	}
+}
+
 int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof(*st));
@@ -418,6 +431,7 @@ int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t err
 		sort_unique(st);
 		ret = add_ehframe_functions(&b, elf);
 		sort_unique(st);
+		demangle_all(st);
 	}
 	elf_end(elf);
 	if (ret == -ENOMEM)
@@ -430,8 +444,11 @@ int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t err
 void np_symtab_free(struct np_symtab *st)
 {
 	struct priv *p = st->priv;
-	for (size_t i = 0; i < st->n; i++)
+	for (size_t i = 0; i < st->n; i++) {
 		free((char *)st->syms[i].name);
+		free((char *)st->syms[i].demangled);
+		free((char *)st->syms[i].short_name);
+	}
 	free(st->syms);
 	free(st->path);
 	if (p)
@@ -463,9 +480,17 @@ const char *np_sym_source_name(unsigned source)
 const struct np_sym *np_symtab_find(const struct np_symtab *st, const char *name)
 {
 	for (size_t i = 0; i < st->n; i++)
-		if (!strcmp(st->syms[i].name, name))
+		if (!strcmp(st->syms[i].name, name) ||
+		    (st->syms[i].short_name && !strcmp(st->syms[i].short_name, name)))
 			return &st->syms[i];
 	return NULL;
+}
+
+static bool matches(const struct np_sym *s, const char *glob)
+{
+	return !fnmatch(glob, s->name, 0) ||
+	       (s->demangled && !fnmatch(glob, s->demangled, 0)) ||
+	       (s->short_name && !fnmatch(glob, s->short_name, 0));
 }
 
 size_t np_symtab_match(const struct np_symtab *st, const char *glob, const struct np_sym ***out)
@@ -474,7 +499,7 @@ size_t np_symtab_match(const struct np_symtab *st, const char *glob, const struc
 	*out = NULL;
 	for (size_t i = 0; i < st->n; i++) {
 		const struct np_sym *s = &st->syms[i];
-		if (fnmatch(glob, s->name, 0) || (n && (*out)[n - 1]->addr == s->addr))
+		if (!matches(s, glob) || (n && (*out)[n - 1]->addr == s->addr))
 			continue;
 		const struct np_sym **v = realloc(*out, (n + 1) * sizeof(*v));
 		if (!v)

@@ -23,6 +23,9 @@ enum np_sym_source {
 
 struct np_sym {
 	const char *name; /* owned by the table */
+	/* C++: the demangled name, and without its parameters ("Shop::price");
+	 * NULL for other names. Specs match any of the three. */
+	const char *demangled, *short_name;
 	uint64_t addr;    /* ELF vaddr */
 	uint64_t size;    /* 0 if unknown */
 	unsigned source;  /* one enum np_sym_source bit */
@@ -45,7 +48,8 @@ const char *np_sym_source_name(unsigned source);
 int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t errlen);
 void np_symtab_free(struct np_symtab *st);
 
-/* Exact name; for a name with several entries, the first by address. */
+/* Exact name (or C++ name without parameters); for a name with several
+ * entries, the first by address. */
 const struct np_sym *np_symtab_find(const struct np_symtab *st, const char *name);
 /* Every function whose name matches the shell glob (fnmatch), one entry per
  * address (aliases folded to the first name), in address order. Returns the
