@@ -199,6 +199,11 @@ struct np_func_bounds {
 	bool known;
 };
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
+/* Direct branches of the functions around addr (neighbors.c) that land in
+ * (addr, addr + span): passed to add. */
+#define NP_NEIGHBOR_SPAN 32
+void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
+			 void *cookie);
 
 /* Executable memory near code, never writable through its own mapping. */
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
@@ -242,6 +247,10 @@ int np_host_init(void);
 bool np_host_ret_in_memory(void);
 /* Does ctx hold the program's value of reg, given how it was built? */
 bool np_host_reg_captured(uint32_t kind, int reg);
+/* A system call without libc: the hit path must not call a libc function
+ * that may itself be probed before its thread has state (infinite
+ * recursion: c:syscall). Returns what the kernel returns (-errno). */
+long np_host_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 /* Make ctx resume at the caller with 'value' returned (function entry). */
 void np_host_return_now(struct np_ctx *ctx, uint64_t value);
 /* Fault-safe copies (src/arch/<host>/uread.S). Each load of src that may

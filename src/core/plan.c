@@ -75,6 +75,11 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 		struct np_func_bounds sym;
 		if (np_symbol_bounds(addr, &sym) == 0 || sym.limit)
 			v->fb.limit = sym.limit > v->fb.end ? sym.limit : v->fb.end;
+		/* Bounds from the caller (an .eh_frame range, say) may run over
+		 * the entry of a function the symbol tables know: code elsewhere
+		 * jumps there, so the displaced bytes must stop before it. */
+		if (sym.limit > addr && sym.limit < v->fb.end)
+			v->fb.end = v->fb.limit = sym.limit;
 	} else if (np_symbol_bounds(addr, &v->fb)) {
 		v->fb.known = false;
 	}
@@ -98,6 +103,8 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 	if (v->len == 0)
 		return -EFAULT;
 	np_fn_view_analyse(v, &(struct np_mem){view_read, NULL, NULL});
+	/* branches from the neighbours into the bytes a patch may displace */
+	np_neighbor_targets(addr, NP_NEIGHBOR_SPAN, add_target, v);
 	return 0;
 }
 

@@ -672,6 +672,31 @@ TEST(np_maintain_readies_state_for_threads_started_after_the_attach)
 	}
 }
 
+/* ---- a neighbour jumps into the bytes a patch would displace ------------ */
+
+uint64_t api_nb_tail(uint64_t x);
+uint64_t api_nb_target(uint64_t x);
+
+TEST(a_jump_from_a_neighbour_into_the_first_bytes_keeps_them_in_place)
+{
+	struct e2e_counter c = {.addr = (uintptr_t)api_nb_target};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+
+	e2e_log_capture();
+	CHECK(np_probe_attach((void *)api_nb_target, &o) == NULL); /* +4 is a target */
+	CHECK(strstr(e2e_log_state.last, "a branch lands at") != NULL);
+	o.strategy = NP_STRATEGY_AUTO;
+	struct np_probe *p = np_probe_attach((void *)api_nb_target, &o);
+	CHECK(p);
+	if (!p)
+		return;
+	CHECK_EQ(np_probe_strategy(p), NP_STRATEGY_TRAP);
+	CHECK_EQ(api_nb_tail(5), 6);	/* through the neighbour's jump: untouched */
+	CHECK_EQ(api_nb_target(5), 11);
+	CHECK_EQ(c.hits, 1);
+	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
 /* lea (%rdi,%rsi,1),%rax; add $5,%rax; ret */
 static const uint8_t mapped_code[] = {0x48, 0x8d, 0x04, 0x37, 0x48, 0x83, 0xc0, 0x05, 0xc3};
 
