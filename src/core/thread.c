@@ -57,14 +57,15 @@ static int segment_add(void)
 	if (!atomic_compare_exchange_strong(&growing, &idle, 1))
 		return -EAGAIN;
 	int n = atomic_load(&nsegs), err = 0;
-	void *mem = n < MAX_SEGS ? mmap(NULL, SEG_BLOCKS * sizeof(struct np_thread),
-					PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-				 : MAP_FAILED;
-	if (mem == MAP_FAILED) {
-		err = n < MAX_SEGS ? -errno : -ENOSPC;
+	/* raw: this may run on a thread's first hit (see np_host_syscall) */
+	long mem = n < MAX_SEGS ? np_host_syscall(SYS_mmap, 0, SEG_BLOCKS * sizeof(struct np_thread),
+						  PROT_READ | PROT_WRITE,
+						  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+				: -ENOSPC;
+	if (mem < 0 && mem > -4096) {
+		err = (int)mem;
 	} else {
-		segs[n].blocks = mem;
+		segs[n].blocks = (struct np_thread *)mem;
 		for (unsigned i = 0; i < SEG_BLOCKS; i++)
 			segs[n].blocks[i].index = n * SEG_BLOCKS + i;
 		atomic_store(&segs[n].free_mask, ~0ull);
@@ -87,7 +88,7 @@ static struct np_thread *claim(void)
 		if (err && err != -EAGAIN)
 			return NULL; /* out of memory or of segments: counted missed */
 		if (err)
-			sched_yield(); /* another thread is growing it */
+			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0); /* another grows it */
 	}
 	return NULL;
 }
@@ -102,7 +103,7 @@ static struct np_thread *claim_from_pool(void)
 			if (atomic_compare_exchange_weak(&segs[s].free_mask, &mask,
 							 mask & ~(1ull << bit))) {
 				struct np_thread *t = &segs[s].blocks[bit];
-				t->tid = (int)syscall(SYS_gettid);
+				t->tid = (int)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 				t->shadow_top = 0;
 				atomic_store(&t->in_site, NULL);
 				return t;
