@@ -923,6 +923,23 @@ def cxx_names():
 
 
 @case
+def libc_wide_patterns():
+    # hundreds of libc functions at once, among them syscall (which the
+    # engine itself must not call before a thread has its state), the
+    # string functions that jump into each other's middle, and the ones
+    # the agent calls while it places probes: the program runs unchanged
+    for pattern in (["c:s*", "c:__mem*", "c:__str*"], ["c:*"]):
+        p = np("count", "-j", *pattern, "--", COUNTER, 50)
+        counts, other = json_counts(p.stdout)
+        label = " ".join(pattern)
+        R.eq(p.returncode, 0, f"{label}: exits 0", describe(p))
+        R.eq(other, plain([COUNTER, 50]).splitlines(), f"{label}: counter's output unchanged",
+             describe(p))
+        R.check(counts is not None and len(counts) > 100, f"{label}: many functions counted",
+                describe(p))
+
+
+@case
 def dlclose_rounds():
     # the plugin is unloaded and loaded again: its probe follows it
     n, rounds = 10, 5
