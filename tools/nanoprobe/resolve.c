@@ -121,6 +121,17 @@ static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_
 	return 0;
 }
 
+/* The bytes a patch may displace end where the next function starts,
+ * whatever the symbol's size says: glibc's __memmove_chk_* falls through
+ * into __memmove_*, whose entry other code calls. The symbol tables the
+ * command reads (debug files included) know more entries than the
+ * engine, which sees only the file's own .dynsym in a stripped library. */
+static uint64_t displaceable_size(const struct np_symtab *st, const struct np_sym *fn)
+{
+	uint64_t next = np_symtab_limit(st, fn);
+	return next > fn->addr && next - fn->addr < fn->size ? next - fn->addr : fn->size;
+}
+
 static int fill_probe(struct probe_set *set, const struct spec *s, const struct np_symtab *st,
 		      const struct stat *file, const struct np_sym *fn, uint64_t vaddr,
 		      unsigned action, char *err, size_t errlen)
@@ -139,7 +150,7 @@ static int fill_probe(struct probe_set *set, const struct spec *s, const struct 
 		/* C++: the whole signature tells overloads apart */
 		snprintf(r->func, sizeof(r->func), "%s", fn->demangled ? fn->demangled : fn->name);
 		r->m.func_vaddr = fn->addr;
-		r->m.func_size = fn->size;
+		r->m.func_size = displaceable_size(st, fn);
 	}
 	name_probe(r, s, st->path, !fn ? "" : fn->short_name ? fn->short_name : fn->name);
 	return resolve_args(r, s, st, err, errlen);

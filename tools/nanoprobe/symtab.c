@@ -349,6 +349,30 @@ static int add_fde(struct builder *b, size_t nsym, const struct ehframe *eh, con
 	return push(b, name, start, size, NP_SYM_EHFRAME);
 }
 
+/* Signal trampolines (__restore_rt) have CIEs with the 'S' augmentation:
+ * the code the kernel returns through after every signal handler. No
+ * function to offer there: a probe in it would break every signal. */
+struct signal_cies {
+	Dwarf_Off off[8];
+	unsigned n;
+};
+
+static void note_signal_cie(struct signal_cies *sig, Dwarf_Off off, const Dwarf_CIE *cie)
+{
+	if (cie->augmentation && strchr(cie->augmentation, 'S') && sig->n < 8)
+		sig->off[sig->n++] = off;
+}
+
+static bool is_signal_fde(const struct signal_cies *sig, const Dwarf_FDE *fde)
+{
+	for (unsigned i = 0; i < sig->n; i++)
+		if (fde->CIE_pointer == sig->off[i])
+			return true;
+	return false;
+}
+
+static void clamp_ehframe(struct np_symtab *st);
+
 static int add_ehframe_functions(struct builder *b, Elf *elf)
 {
 	GElf_Shdr sh;
@@ -360,11 +384,31 @@ static int add_ehframe_functions(struct builder *b, Elf *elf)
 	size_t nsym = b->st->n;
 	int err = 0;
 	Dwarf_CFI_Entry e;
+	struct signal_cies sig = {0};
 	for (Dwarf_Off off = 0, next; !err && dwarf_next_cfi(eh.ident, eh.data, true, off, &next,
-							     &e) == 0; off = next)
-		if (e.CIE_id != LIBDW_CIE_ID)
+							     &e) == 0; off = next) {
+		if (e.CIE_id == LIBDW_CIE_ID)
+			note_signal_cie(&sig, off, &e.cie);
+		else if (!is_signal_fde(&sig, &e.fde))
 			err = add_fde(b, nsym, &eh, &e.fde);
+	}
 	return err;
+}
+
+/* A function the symbol tables name may start inside an FDE's range (an
+ * FDE may cover a stub and what follows; a symbol of size 0 says nothing
+ * of its end): an FDE-made function ends where the next known one starts.
+ * The engine may displace bytes up to a function's end. */
+static void clamp_ehframe(struct np_symtab *st)
+{
+	for (size_t i = 0; i + 1 < st->n; i++) {
+		struct np_sym *s = &st->syms[i];
+		size_t j = i + 1;
+		while (j < st->n && st->syms[j].addr == s->addr)
+			j++;
+		if (s->source == NP_SYM_EHFRAME && j < st->n && s->addr + s->size > st->syms[j].addr)
+			s->size = st->syms[j].addr - s->addr;
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -431,6 +475,7 @@ int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t err
 		sort_unique(st);
 		ret = add_ehframe_functions(&b, elf);
 		sort_unique(st);
+		clamp_ehframe(st);
 		demangle_all(st);
 	}
 	elf_end(elf);
