@@ -19,6 +19,7 @@
 #include "core/plan.h" /* np_read_original */
 
 #include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@
 struct hdr_lookup {
 	uint64_t addr;
 	uint64_t hdr; /* runtime address of .eh_frame_hdr, 0 if none */
+	unsigned long long adds, subs; /* modules loaded and unloaded so far */
 };
 
 static int find_hdr(struct dl_phdr_info *info, size_t size, void *cookie)
@@ -47,6 +49,10 @@ static int find_hdr(struct dl_phdr_info *info, size_t size, void *cookie)
 			mine = true;
 		if (ph->p_type == PT_GNU_EH_FRAME)
 			hdr = lo;
+	}
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		l->adds = info->dlpi_adds;
+		l->subs = info->dlpi_subs;
 	}
 	if (mine)
 		l->hdr = hdr;
@@ -90,17 +96,96 @@ static uint32_t first_at(const struct fde_table *t, uint64_t addr)
 	return lo;
 }
 
-struct filter {
-	uint64_t lo, hi;
-	void (*add)(void *, uint64_t);
-	void *cookie;
+/* --- the cache ------------------------------------------------------------
+ * Attaching to every function of a library would decode each one about
+ * RADIUS*2 / (function size) times. So each function is decoded once, and
+ * what it branches to outside itself is kept (sorted) until a module comes
+ * or goes (dl_phdr_info's adds/subs counters say when). Engine lock held. */
+struct cache {
+	uint64_t *scanned; /* function starts already decoded, sorted */
+	size_t nscanned, cap_s;
+	uint64_t *targets; /* their branches out of themselves, sorted */
+	size_t ntargets, cap_t;
+	unsigned long long adds, subs;
+};
+static struct cache cache;
+
+static bool push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		uint64_t *nv = realloc(*v, c * sizeof(*nv));
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = x;
+	return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* v[0, sorted) is sorted; sort v[sorted, n) and merge the two runs. */
+static void sort_tail(uint64_t *v, size_t n, size_t sorted)
+{
+	qsort(v + sorted, n - sorted, sizeof(*v), cmp_u64);
+	uint64_t *tmp = sorted ? malloc(n * sizeof(*v)) : NULL;
+	if (!tmp) {
+		if (sorted)
+			qsort(v, n, sizeof(*v), cmp_u64);
+		return;
+	}
+	size_t a = 0, b = sorted, k = 0;
+	while (a < sorted || b < n)
+		tmp[k++] = b >= n || (a < sorted && v[a] <= v[b]) ? v[a++] : v[b++];
+	memcpy(v, tmp, n * sizeof(*v));
+	free(tmp);
+}
+
+static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool scanned(uint64_t start, size_t nsorted)
+{
+	size_t i = lower_bound(cache.scanned, nsorted, start);
+	return i < nsorted && cache.scanned[i] == start;
+}
+
+static void cache_reset_if_stale(unsigned long long adds, unsigned long long subs)
+{
+	if (adds == cache.adds && subs == cache.subs)
+		return;
+	cache.nscanned = cache.ntargets = 0;
+	cache.adds = adds;
+	cache.subs = subs;
+}
+
+struct range {
+	uint64_t lo, hi; /* the function being decoded */
+	bool ok;
 };
 
-static void keep_if_inside(void *cookie, uint64_t target)
+static void keep_outside(void *cookie, uint64_t target)
 {
-	struct filter *f = cookie;
-	if (target > f->lo && target < f->hi)
-		f->add(f->cookie, target);
+	struct range *r = cookie;
+	if ((target < r->lo || target >= r->hi) &&
+	    !push(&cache.targets, &cache.ntargets, &cache.cap_t, target))
+		r->ok = false;
 }
 
 static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
@@ -109,33 +194,47 @@ static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
 	return np_read_original(addr, dst, len);
 }
 
-static void scan(uint64_t start, uint64_t end, struct filter *f)
+/* Decode [start, end) once; its outward branches join the cache. */
+static void scan(uint64_t start, uint64_t end)
 {
 	size_t len = end - start < MAX_NEIGHBOUR ? end - start : MAX_NEIGHBOUR;
 	uint8_t *code = malloc(len);
+	struct range r = {start, start + len, true};
 	if (!code)
 		return;
+	size_t before = cache.ntargets;
 	if (np_read_original(start, code, len) == 0)
 		np_host_isa->branch_targets(code, len, start,
-					    &(struct np_mem){read_code, NULL, NULL},
-					    keep_if_inside, f);
+					    &(struct np_mem){read_code, NULL, NULL}, keep_outside,
+					    &r);
 	free(code);
+	if (!r.ok || !push(&cache.scanned, &cache.nscanned, &cache.cap_s, start))
+		cache.ntargets = before; /* decode it again next time */
 }
 
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie)
 {
-	struct hdr_lookup l = {addr, 0};
+	struct hdr_lookup l = {addr, 0, 0, 0};
 	struct fde_table t;
 	dl_iterate_phdr(find_hdr, &l);
 	if (!l.hdr || !read_table(l.hdr, &t) || t.n == 0)
 		return;
-	struct filter f = {addr, addr + span, add, cookie};
+	cache_reset_if_stale(l.adds, l.subs);
 	uint32_t i = first_at(&t, addr > RADIUS ? addr - RADIUS : 0);
+	size_t sorted = cache.nscanned; /* scanned() searches the sorted part */
+	size_t targets_sorted = cache.ntargets;
 	for (; i < t.n && entry_start(&t, i) < addr + RADIUS; i++) {
 		uint64_t start = entry_start(&t, i);
 		uint64_t end = i + 1 < t.n ? entry_start(&t, i + 1) : start + 64;
-		if (end > start)
-			scan(start, end, &f); /* the site's own too: its bounds may be shorter */
+		if (end > start && !scanned(start, sorted))
+			scan(start, end); /* the site's own too: its bounds may be shorter */
 	}
+	if (cache.nscanned != sorted) {
+		sort_tail(cache.scanned, cache.nscanned, sorted);
+		sort_tail(cache.targets, cache.ntargets, targets_sorted);
+	}
+	for (size_t k = lower_bound(cache.targets, cache.ntargets, addr + 1);
+	     k < cache.ntargets && cache.targets[k] < addr + span; k++)
+		add(cookie, cache.targets[k]);
 }
