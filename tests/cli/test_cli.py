@@ -20,6 +20,7 @@ by hand, they default to the build tree in ROOT/build:
 Arguments: names (substrings) of the cases to run; none: all of them.
 
 """
+import functools
 import json
 import os
 import queue
@@ -1144,6 +1145,17 @@ def export_trace():
 # --------------------------------------------------------------------------
 # 8. -p: attach to a running process, detach leaving it as it was
 
+def needs_ptrace(fn):
+    """A case that attaches to a process it did not start."""
+    @functools.wraps(fn)
+    def run():
+        if not ptrace_allowed():
+            R.skip("-p", "ptrace of non-children is not allowed here (yama)")
+            return None
+        return fn()
+    return run
+
+
 def ptrace_allowed():
     try:
         with open("/proc/sys/kernel/yama/ptrace_scope") as f:
@@ -1200,10 +1212,8 @@ def server_final(srv, label):
 
 
 @case
+@needs_ptrace
 def attach_sigint_sigterm_duration():
-    if not ptrace_allowed():
-        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
-        return
     k = 5
     for how, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"),
                       ("duration", "-d 2")):
@@ -1226,10 +1236,8 @@ def attach_sigint_sigterm_duration():
 
 
 @case
+@needs_ptrace
 def attach_sigkill_then_reattach():
-    if not ptrace_allowed():
-        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
-        return
     srv, res, site, _ = attach_session(signal.SIGKILL, 4)
     try:
         R.eq(res.returncode, -signal.SIGKILL, "nanoprobe was killed")
@@ -1255,10 +1263,8 @@ def attach_sigkill_then_reattach():
 
 
 @case
+@needs_ptrace
 def attach_trace_args():
-    if not ptrace_allowed():
-        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
-        return
     srv = Server()
     try:
         syms = nm(SERVER)
@@ -1296,11 +1302,9 @@ def attach_trace_args():
 
 
 @case
+@needs_ptrace
 def attach_target_exits():
     """The traced process ends during the session: nanoprobe ends too."""
-    if not ptrace_allowed():
-        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
-        return
     srv = Server()
     try:
         site = Site(srv.pid, SERVER, "handle")
@@ -1320,10 +1324,8 @@ def attach_target_exits():
 
 
 @case
+@needs_ptrace
 def attach_busy_and_malloc():
-    if not ptrace_allowed():
-        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
-        return
     srv = Server()
     try:
         site = Site(srv.pid, SERVER, "handle")
