@@ -30,7 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__clang__)
+#define TRACED __attribute__((noinline, optnone))
+#else
 #define TRACED __attribute__((noinline, noipa))
+#endif
 #define MAX_ITEMS 4
 #define NAME_MAX_LEN 16
 

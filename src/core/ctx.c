@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <string.h>
 
-NP_API uint64_t np_ctx_arg(const struct np_ctx *ctx, unsigned i)
+/* Stack arguments are read from the probed program's stack, which a
+ * sanitizer would take for the engine's own (and a handler may ask for more
+ * arguments than the function has, as BPF programs may). */
+__attribute__((no_sanitize("address"))) NP_API uint64_t np_ctx_arg(const struct np_ctx *ctx,
+								    unsigned i)
 {
 	const struct np_isa *isa = np_host_isa;
 	if (i < isa->nargs_reg)

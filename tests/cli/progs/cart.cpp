@@ -5,13 +5,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "progs.h"
+
 namespace shop {
 struct Cart {
-	__attribute__((noinline, noipa)) int price(const char *sku, int qty)
+	NOINLINE int price(const char *sku, int qty)
 	{
 		return (int)std::strlen(sku) * qty;
 	}
-	__attribute__((noinline, noipa)) int price(int cents)
+	NOINLINE int price(int cents)
 	{
 		return cents * 2;
 	}

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define NOINLINE __attribute__((noinline, noipa))
+#include "progs.h"
 
 NOINLINE long work(long i)
 {

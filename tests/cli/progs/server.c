@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NOINLINE __attribute__((noinline, noipa))
+#include "progs.h"
 
 NOINLINE long handle(long v)
 {
