@@ -197,7 +197,8 @@ TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 {
 	const char *env = getenv("NP_TORTURE_CYCLES");
 	unsigned long cycles = env ? strtoul(env, NULL, 0) : 10000;
-	int nworkers = 2 * e2e_ncpus();
+	const char *nw = getenv("NP_TORTURE_WORKERS"); /* default: 2 x cores */
+	int nworkers = nw ? atoi(nw) : 2 * e2e_ncpus();
 	pthread_t *w;
 	struct stats st = {0};
 	const char *secs = getenv("NP_TORTURE_SECONDS");
