@@ -134,10 +134,21 @@ int np_fd_move_high(int fd)
 	return high;
 }
 
+/* The descriptor names the process that opened it: a forked child that
+ * used its parent's would patch (or restore) its parent's code. */
+static pid_t mem_pid;
+
 static int open_mem(void)
 {
-	if (mem_fd < 0)
+	pid_t self = getpid();
+	if (mem_fd >= 0 && mem_pid != self) {
+		close(mem_fd);
+		mem_fd = -1;
+	}
+	if (mem_fd < 0) {
 		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
+		mem_pid = self;
+	}
 	return mem_fd;
 }
 

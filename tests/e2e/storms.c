@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a probed process may do while its probes are live: fork (the child
+ * inherits the patched code, the trampolines and the probes, whose handlers
+ * run in the child on the child's copy of their data; it may detach them
+ * itself), exec (the new image is clean), and take signals whose handlers
+ * call probed code while the interrupted thread is inside a trampoline or a
+ * handler (the nested hit is counted as missed, never lost, never wrong).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "test.h"
+
+static const enum np_strategy strategies[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
+
+static E2E_NOIPA uint64_t storm_fn(uint64_t x)
+{
+	return x * 3 + 1;
+}
+static uint64_t (*volatile storm_p)(uint64_t) = storm_fn;
+
+static struct np_probe *attach_count(struct e2e_counter *c, enum np_strategy s)
+{
+	struct np_probe_opts o = e2e_opts(e2e_count, c, s);
+	memset(c, 0, sizeof(*c));
+	return np_probe_attach((void *)storm_fn, &o);
+}
+
+/* In the child: the probe's handler counts on the child's copy. */
+static int child_calls(struct e2e_counter *c, bool detach, struct np_probe *p)
+{
+	uint64_t before = c->hits;
+	for (uint64_t i = 0; i < 100; i++)
+		if (storm_p(i) != i * 3 + 1)
+			return 2;
+	if (c->hits != before + 100)
+		return 3;
+	if (detach && e2e_detach_free(p) != 0)
+		return 4;
+	for (uint64_t i = 0; i < 100; i++)
+		if (storm_p(i) != i * 3 + 1)
+			return 5;
+	return c->hits == before + 100 + (detach ? 0 : 100) ? 0 : 6;
+}
+
+TEST(fork_with_live_probes_child_runs_them_on_its_own_copy)
+{
+	e2e_log_capture();
+	for (unsigned k = 0; k < 2; k++)
+		for (int detach = 0; detach < 2; detach++) {
+			struct e2e_counter c;
+			struct np_probe *p = attach_count(&c, strategies[k]);
+			CHECK(p);
+			if (!p)
+				continue;
+			CHECK_EQ(storm_p(1), 4);
+			pid_t pid = fork();
+			if (pid == 0)
+				_exit(child_calls(&c, detach, p));
+			int st = -1;
+			CHECK_EQ(waitpid(pid, &st, 0), pid);
+			CHECK(WIFEXITED(st));
+			CHECK_EQ(WEXITSTATUS(st), 0);
+			CHECK_EQ(c.hits, 1); /* the child's hits were its own */
+			CHECK_EQ(storm_p(2), 7);
+			if (c.hits != 2)
+				printf("# k=%u detach=%d: hits %llu np_hits %llu missed %llu\n", k, detach,
+				       (unsigned long long)c.hits, (unsigned long long)np_probe_hits(p),
+				       (unsigned long long)np_probe_missed(p));
+			CHECK_EQ(c.hits, 2);
+			CHECK_EQ(e2e_detach_free(p), 0);
+		}
+}
+
+TEST(exec_from_a_process_with_live_probes_starts_clean)
+{
+	struct e2e_counter c;
+	struct np_probe *p = attach_count(&c, NP_STRATEGY_AUTO);
+	CHECK(p);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL);
+		_exit(99);
+	}
+	int st = -1;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+/* ---- signals whose handlers call probed code ---------------------------- */
+
+static volatile int stop_worker;
+static uint64_t worker_calls, signal_calls, wrong; /* atomic */
+
+static void on_usr1(int sig)
+{
+	if (storm_p(5) != 16)
+		__atomic_fetch_add(&wrong, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&signal_calls, 1, __ATOMIC_RELAXED);
+}
+
+static void *storm_worker(void *arg)
+{
+	for (uint64_t i = 0; !stop_worker; i++) {
+		if (storm_p(i) != i * 3 + 1)
+			__atomic_fetch_add(&wrong, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&worker_calls, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST(signals_into_trampolines_and_handlers_lose_no_call)
+{
+	struct sigaction sa = {.sa_handler = on_usr1}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, &old);
+	e2e_log_capture();
+	for (unsigned k = 0; k < 2; k++) {
+		struct e2e_counter c;
+		struct np_probe *p = attach_count(&c, strategies[k]);
+		pthread_t t;
+		CHECK(p);
+		if (!p)
+			continue;
+		stop_worker = 0;
+		worker_calls = signal_calls = wrong = 0;
+		CHECK_EQ(pthread_create(&t, NULL, storm_worker, NULL), 0);
+		for (int i = 0; i < 5000; i++) {
+			pthread_kill(t, SIGUSR1);
+			if (i % 64 == 0)
+				usleep(100);
+		}
+		usleep(10000);
+		stop_worker = 1;
+		pthread_join(t, NULL);
+		uint64_t calls = worker_calls + signal_calls;
+		CHECK_EQ(wrong, 0);
+		CHECK(signal_calls > 0);
+		/* every call is a hit, or a hit nested in a handler: missed */
+		CHECK_EQ(np_probe_hits(p) + np_probe_missed(p), calls);
+		CHECK_EQ(c.hits, np_probe_hits(p));
+		printf("# %s: %llu calls, %llu in signal handlers, %llu missed\n",
+		       np_strategy_name(strategies[k]), (unsigned long long)calls,
+		       (unsigned long long)signal_calls, (unsigned long long)np_probe_missed(p));
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+	sigaction(SIGUSR1, &old, NULL);
+}
+
+TEST_MAIN()
