@@ -7,7 +7,7 @@ MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
             xz-utils libzydis-dev libelf-dev libdw-dev
 
-.PHONY: all deps build check demo bench install clean
+.PHONY: all deps build check check-sanitize demo bench install clean
 
 all: build
 
@@ -33,6 +33,21 @@ check: build
 	$(MESON) test -C $(BUILD) --print-errorlogs --num-processes 1 --timeout-multiplier 3; \
 	  status=$$?; python3 tools/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$status
 
+# The suite under ASan+UBSan, built by gcc and by clang (clang's build also
+# runs the libFuzzer harnesses for a bounded number of executions).
+SAN_OPTS := -Db_sanitize=address,undefined -Db_lundef=false
+check-sanitize: deps
+	@dpkg-query -W -f='$${Status}' clang 2>/dev/null | grep -q 'ok installed' || \
+	  { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq clang; }
+	[ -f $(BUILD)-asan-gcc/build.ninja ] || CC=gcc CXX=g++ $(MESON) setup $(BUILD)-asan-gcc $(SAN_OPTS)
+	[ -f $(BUILD)-asan-clang/build.ninja ] || CC=clang CXX=clang++ $(MESON) setup $(BUILD)-asan-clang $(SAN_OPTS)
+	ninja -C $(BUILD)-asan-gcc && ninja -C $(BUILD)-asan-clang
+	status=0; for b in $(BUILD)-asan-gcc $(BUILD)-asan-clang; do \
+	  ASAN_OPTIONS=detect_leaks=0 $(MESON) test -C $$b --print-errorlogs --num-processes 1 \
+	    --timeout-multiplier 3 || status=1; \
+	  python3 tools/test-summary.py $$b/meson-logs/testlog.json; done; exit $$status
+
 demo: build
 	sh examples/demo.sh $(BUILD)
 	@printf '\n== 6. The same engine as a C library, linked into a program (examples/demo.c)\n'
@@ -49,4 +64,4 @@ install: deps
 	$(MESON) install -C $(BUILD)-install --quiet
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-install
+	rm -rf $(BUILD) $(BUILD)-install $(BUILD)-asan-gcc $(BUILD)-asan-clang

@@ -82,6 +82,12 @@ bool launch_is_static(const char *path)
 
 /* A sanitizer build's agent brings the ASan runtime with it, after the
  * program's own libraries in load order, which ASan checks by default. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1 /* clang's spelling */
+#endif
+#endif
+
 static int sanitizer_env(void)
 {
 #if defined(__SANITIZE_ADDRESS__)

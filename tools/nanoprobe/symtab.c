@@ -105,6 +105,8 @@ static int by_addr_name(const void *a, const void *b)
 /* Sort; one entry per (name, addr), the first source by enum order. */
 static void sort_unique(struct np_symtab *st)
 {
+	if (!st->n)
+		return; /* syms may be NULL: no qsort(NULL, 0) */
 	qsort(st->syms, st->n, sizeof(*st->syms), by_addr_name);
 	size_t k = 0;
 	for (size_t i = 0; i < st->n; i++) {
