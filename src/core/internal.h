@@ -199,6 +199,9 @@ struct np_func_bounds {
 	bool known;
 };
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
+/* addr is the entry of setjmp, vfork or another function that returns
+ * twice (by its ELF symbol name). */
+bool np_symbol_returns_twice(uint64_t addr);
 /* Direct branches of the functions around addr (neighbors.c) that land in
  * (addr, addr + span): passed to add. */
 #define NP_NEIGHBOR_SPAN 32

@@ -279,9 +279,29 @@ static bool is_func_entry(uint64_t addr, const struct np_probe *p)
 	return np_symbol_bounds(addr, &fb) == 0 && fb.start == addr;
 }
 
+static int check_return_site(const struct np_site *s, const struct np_probe *p)
+{
+	if (!p->on_return)
+		return 0;
+	if (!s->func_entry) {
+		np_logf(NP_LOG_ERROR, "probe '%s': a return probe must sit at a function entry",
+			p->name);
+		return -EINVAL;
+	}
+	if (np_symbol_returns_twice(s->addr)) {
+		np_logf(NP_LOG_ERROR, "probe '%s': the function returns twice (setjmp, vfork): "
+				      "a return probe would lose its second return", p->name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 /* A new probe at a site that already exists. */
 static int attach_existing(struct np_site *s, struct np_probe *p)
 {
+	int bad = check_return_site(s, p);
+	if (bad)
+		return bad;
 	if (p->requested != NP_STRATEGY_AUTO && s->region &&
 	    s->region->strategy != p->requested) {
 		np_logf(NP_LOG_ERROR, "probe '%s': the site already has a %s probe", p->name,
@@ -307,11 +327,10 @@ static int attach_new(uint64_t addr, struct np_probe *p)
 	if (!s)
 		return -ENOMEM;
 	s->func_entry = is_func_entry(addr, p);
-	if (p->on_return && !s->func_entry) {
-		np_logf(NP_LOG_ERROR, "probe '%s': a return probe must sit at a function entry",
-			p->name);
+	int bad = check_return_site(s, p);
+	if (bad) {
 		np_site_release(s);
-		return -EINVAL;
+		return bad;
 	}
 	site_append(s, p);
 	site_set_modes(s);

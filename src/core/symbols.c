@@ -19,7 +19,24 @@
 
 struct fsym {
 	uint64_t start, size;
+	bool returns_twice;
 };
+
+/* Functions that return more than once per call: the second return (a
+ * longjmp to the setjmp, the parent after vfork's child) finds its return
+ * address already used, so a return probe there cannot work. */
+static const char *const returns_twice[] = {
+	"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "savectx",
+	"vfork", "__vfork", "getcontext", "__getcontext", NULL,
+};
+
+static bool name_returns_twice(const char *name)
+{
+	for (const char *const *n = returns_twice; name && *n; n++)
+		if (!strcmp(name, *n))
+			return true;
+	return false;
+}
 
 struct module {
 	char path[256];
@@ -55,9 +72,9 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 				return;
 			m->v = v;
 		}
-		m->v[m->n++] = (struct fsym){s.st_value, s.st_size};
+		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
+		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name)};
 	}
-	(void)elf;
 }
 
 /* The load bias: where the first PT_LOAD landed minus its vaddr. */
@@ -154,4 +171,16 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 		}
 	}
 	return out->known ? 0 : -ENOENT;
+}
+
+bool np_symbol_returns_twice(uint64_t addr)
+{
+	struct np_map map;
+	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
+		return false;
+	struct module *m = module_for(&map);
+	for (size_t i = 0; m && i < m->n; i++)
+		if (m->v[i].start + m->bias == addr && m->v[i].returns_twice)
+			return true;
+	return false;
 }

@@ -697,6 +697,37 @@ TEST(a_jump_from_a_neighbour_into_the_first_bytes_keeps_them_in_place)
 	CHECK_EQ(e2e_detach_free(p), 0);
 }
 
+/* ---- functions that return twice ----------------------------------------- */
+
+static void nop_handler(struct np_ctx *ctx, void *data)
+{
+}
+
+TEST(return_probes_on_setjmp_and_vfork_are_refused_with_the_reason)
+{
+	static const char *const names[] = {"_setjmp", "__sigsetjmp", "vfork"};
+	e2e_log_capture();
+	for (unsigned i = 0; i < 3; i++) {
+		void *fn = dlsym(RTLD_DEFAULT, names[i]);
+		CHECK(fn != NULL);
+		if (!fn)
+			continue;
+		struct np_probe_opts o = e2e_opts(NULL, NULL, NP_STRATEGY_AUTO);
+		o.on_return = nop_handler;
+		errno = 0;
+		CHECK(np_probe_attach(fn, &o) == NULL);
+		CHECK_EQ(errno, EOPNOTSUPP);
+		CHECK(strstr(e2e_log_state.last, "returns twice") != NULL);
+		/* an entry probe is fine there */
+		o.on_return = NULL;
+		o.on_entry = nop_handler;
+		struct np_probe *p = np_probe_attach(fn, &o);
+		CHECK(p != NULL);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
 /* lea (%rdi,%rsi,1),%rax; add $5,%rax; ret */
 static const uint8_t mapped_code[] = {0x48, 0x8d, 0x04, 0x37, 0x48, 0x83, 0xc0, 0x05, 0xc3};
 
