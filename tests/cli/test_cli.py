@@ -951,6 +951,18 @@ def libc_wide_patterns():
              describe(p))
         R.check(counts is not None and len(counts) > 100, f"{label}: many functions counted",
                 describe(p))
+    # entries and returns of every libc function (the PLT, which has unwind
+    # info but pushes an index the loader reads off the stack, is no
+    # function; setjmp and vfork return twice: refused)
+    p = np("latency", "-j", "c:*", "--", COUNTER, 50)
+    objs, other = parse_json_lines(p.stdout)
+    R.eq(p.returncode, 0, "latency c:*: exits 0", describe(p))
+    R.eq(other, plain([COUNTER, 50]).splitlines(), "latency c:*: counter's output unchanged",
+         describe(p))
+    stats = [o["data"] for o in objs if o.get("type") == "stats"]
+    R.check(stats and stats[0]["count"] > 50, "latency c:*: calls timed", describe(p))
+    R.check("returns twice" in p.stderr, "latency c:*: setjmp's return refused, with why",
+            describe(p))
 
 
 @case

@@ -174,6 +174,34 @@ TEST(stripped_copy_bounds_unexported_functions_from_eh_frame)
 	np_symtab_free(&ref);
 }
 
+/* The PLT has unwind info but is no function (its stubs push an index the
+ * loader reads off the stack): libc's must not be offered. */
+TEST(plt_sections_are_not_offered_as_functions)
+{
+	char path[512], err[256];
+	struct np_symtab st;
+	CHECK_EQ(np_resolve_path("libc.so.6", 0, path, sizeof(path), err, sizeof(err)), 0);
+	REQUIRE(np_symtab_load(path, &st, err, sizeof(err)) == 0);
+	int fd = open(path, O_RDONLY);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	size_t shstrndx = 0, inside = 0, plts = 0;
+	elf_getshdrstrndx(elf, &shstrndx);
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : "";
+		if (!name || strncmp(name, ".plt", 4))
+			continue;
+		plts++;
+		for (size_t i = 0; i < st.n; i++)
+			inside += st.syms[i].addr >= sh.sh_addr && st.syms[i].addr < sh.sh_addr + sh.sh_size;
+	}
+	CHECK(plts > 0);
+	CHECK_EQ(inside, 0);
+	elf_end(elf);
+	close(fd);
+	np_symtab_free(&st);
+}
+
 TEST(glob_folds_aliases_to_one_entry_per_address)
 {
 	struct np_symtab st;

@@ -340,12 +340,47 @@ static int fde_range(const struct ehframe *eh, const Dwarf_FDE *fde, uint64_t *s
 }
 
 /* syms[0, nsym) are the symbols, sorted; FDE entries are pushed after. */
-static int add_fde(struct builder *b, size_t nsym, const struct ehframe *eh, const Dwarf_FDE *fde)
+/* The PLT has unwind info too, but it is no function: its stubs push a
+ * relocation index the dynamic linker then reads off the stack, and a
+ * return probe there replaces it (the program dies in _dl_fixup). */
+struct plt_ranges {
+	uint64_t lo[4], hi[4];
+	unsigned n;
+};
+
+static void find_plts(Elf *elf, struct plt_ranges *plt)
+{
+	size_t shstrndx;
+	plt->n = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) && plt->n < 4;) {
+		GElf_Shdr sh;
+		const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name)
+							  : NULL;
+		if (name && !strncmp(name, ".plt", 4)) {
+			plt->lo[plt->n] = sh.sh_addr;
+			plt->hi[plt->n++] = sh.sh_addr + sh.sh_size;
+		}
+	}
+}
+
+static bool in_plt(const struct plt_ranges *plt, uint64_t addr)
+{
+	for (unsigned i = 0; i < plt->n; i++)
+		if (addr >= plt->lo[i] && addr < plt->hi[i])
+			return true;
+	return false;
+}
+
+static int add_fde(struct builder *b, size_t nsym, const struct ehframe *eh, const Dwarf_FDE *fde,
+		   const struct plt_ranges *plt)
 {
 	struct np_symtab sorted = {.syms = b->st->syms, .n = nsym};
 	uint64_t start, size;
-	if (fde_range(eh, fde, &start, &size) || size == 0 || np_symtab_at(&sorted, start))
-		return 0; /* covered, or an FDE we cannot place */
+	if (fde_range(eh, fde, &start, &size) || size == 0 || np_symtab_at(&sorted, start) ||
+	    in_plt(plt, start))
+		return 0; /* covered, not a function, or an FDE we cannot place */
 	char name[32];
 	snprintf(name, sizeof(name), "fn_%llx", (unsigned long long)start);
 	return push(b, name, start, size, NP_SYM_EHFRAME);
@@ -387,12 +422,14 @@ static int add_ehframe_functions(struct builder *b, Elf *elf)
 	int err = 0;
 	Dwarf_CFI_Entry e;
 	struct signal_cies sig = {0};
+	struct plt_ranges plt;
+	find_plts(elf, &plt);
 	for (Dwarf_Off off = 0, next; !err && dwarf_next_cfi(eh.ident, eh.data, true, off, &next,
 							     &e) == 0; off = next) {
 		if (e.CIE_id == LIBDW_CIE_ID)
 			note_signal_cie(&sig, off, &e.cie);
 		else if (!is_signal_fde(&sig, &e.fde))
-			err = add_fde(b, nsym, &eh, &e.fde);
+			err = add_fde(b, nsym, &eh, &e.fde, &plt);
 	}
 	return err;
 }
