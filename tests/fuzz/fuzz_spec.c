@@ -10,17 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "../../tools/nanoprobe/spec.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_ASSERT(cond)                                                                    \
-	do {                                                                                     \
-		if (!(cond)) {                                                                       \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);   \
-			abort();                                                                         \
-		}                                                                                    \
-	} while (0)
 
 static void check_fetch(const struct np_fetch *f)
 {

@@ -11,17 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "../../tools/nanoprobe/symtab.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_ASSERT(cond)                                                                    \
-	do {                                                                                     \
-		if (!(cond)) {                                                                       \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);   \
-			abort();                                                                         \
-		}                                                                                    \
-	} while (0)
 
 /* One temporary file per process, rewritten for each input: the loader
  * resolves its path (realpath), which a memfd's /proc/self/fd/N has not. */

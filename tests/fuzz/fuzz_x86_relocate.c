@@ -17,21 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "arch/arch.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ISA (&np_isa_x86_64)
 #define SRC_PC 0x7f0000401000ull
 #define OUT_CAP 512
-
-#define FUZZ_ASSERT(cond)                                                                    \
-	do {                                                                                     \
-		if (!(cond)) {                                                                       \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);   \
-			abort();                                                                         \
-		}                                                                                    \
-	} while (0)
 
 struct targets {
 	uint64_t v[64];
