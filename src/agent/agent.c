@@ -127,6 +127,7 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 			return -EPROTO;
 		m->path[NP_PATH_MAX - 1] = 0;
 		np_agent.probes[i].reads_memory = reads_memory(m);
+		np_agent.probes[i].max_record = np_rec_max(m); /* not per hit */
 	}
 	np_agent.nprobes = h->nprobes;
 	np_agent.hist_unit = h->hist_unit;

@@ -18,6 +18,7 @@ struct aprobe {
 	uint64_t bias; /* load bias of its module once found */
 	int state;     /* enum aprobe_state */
 	bool reads_memory; /* a fetch dereferences: see handlers.c */
+	uint32_t max_record; /* np_rec_max: the room an event reserves */
 	uint64_t missed_before; /* np_probe_missed of its earlier attachments */
 };
 

@@ -186,14 +186,6 @@ static uint32_t fetch_string(struct np_ctx *ctx, const struct aprobe *ap,
 
 /* --- events --------------------------------------------------------------- */
 
-static uint32_t max_record(const struct aprobe *ap)
-{
-	uint32_t len = sizeof(struct np_rec);
-	for (unsigned i = 0; i < ap->m.nargs; i++)
-		len += ap->m.args[i].type == NP_FT_STRING ? (2u + NP_STRING_MAX + 7u) & ~7u : 8u;
-	return len;
-}
-
 /* Room for len bytes at the ring's head, a pad record first if they would
  * cross the end. NULL (and a drop) when the command has not caught up. */
 static struct np_rec *ring_reserve(struct np_ring *r, uint32_t size, uint32_t len,
@@ -272,7 +264,7 @@ static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
 		return;
 	count_hit(r, ap);
 	uint64_t head = r->head;
-	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, max_record(ap), &head);
+	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, ap->max_record, &head);
 	if (!rec)
 		return;
 	fetch_all(ctx, ap, rec);

@@ -196,6 +196,18 @@ static inline struct np_ring *np_shm_ring(struct np_shm_header *h, uint32_t npro
 	return (struct np_ring *)((char *)h + np_shm_rings_offset(nprobes) + (size_t)i * stride);
 }
 
+/* Bytes a string argument takes in a record at most: length, bytes, pad. */
+#define NP_STRING_SLOT ((2u + NP_STRING_MAX + 7u) & ~7u)
+
+/* The largest record a probe can write. */
+static inline uint32_t np_rec_max(const struct np_msg_probe *m)
+{
+	uint32_t len = sizeof(struct np_rec);
+	for (unsigned i = 0; i < m->nargs && i < NP_MAX_ARGS; i++)
+		len += m->args[i].type == NP_FT_STRING ? NP_STRING_SLOT : 8u;
+	return len;
+}
+
 static inline uint64_t *np_ring_counts(struct np_ring *r)
 {
 	return (uint64_t *)(r + 1);

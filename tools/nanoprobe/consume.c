@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define REC_MAX (sizeof(struct np_rec) + NP_MAX_ARGS * ((2u + NP_STRING_MAX + 7u) & ~7u))
+#define REC_MAX (sizeof(struct np_rec) + NP_MAX_ARGS * NP_STRING_SLOT)
 
 static struct np_ring *ring_at(const struct consumer *c, uint32_t i)
 {
