@@ -954,6 +954,12 @@ static int agent_path(struct target *t, const char *in, char *out)
 	return 0;
 }
 
+int np_inject_check_pid(pid_t pid, char *err, size_t errlen)
+{
+	struct target t = {.pid = pid, .err = err, .errlen = errlen};
+	return check_process(&t);
+}
+
 int np_inject_agent(pid_t pid, const char *agent_path_in, const char *start_sym, const char *arg,
 		    int *start_ret, char *err, size_t errlen)
 {

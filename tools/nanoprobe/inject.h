@@ -22,4 +22,7 @@
  */
 int np_inject_agent(pid_t pid, const char *agent_path, const char *start_sym, const char *arg,
 		    int *start_ret, char *err, size_t errlen);
+/* The process exists and is not a zombie (nor has lost its main thread):
+ * 0, or -ESRCH with the reason in err. Nothing is attached. */
+int np_inject_check_pid(pid_t pid, char *err, size_t errlen);
 #endif

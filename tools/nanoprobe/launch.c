@@ -210,22 +210,3 @@ int launch_wait_child(void)
 	}
 	return child_status;
 }
-
-int launch_check_pid(pid_t pid, char *err, size_t errlen)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "process %d not found", (int)pid);
-		return -ESRCH;
-	}
-	int rc = 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "State:", 6) && strchr(line, 'Z')) {
-			snprintf(err, errlen, "process %d is a zombie", (int)pid);
-			rc = -ESRCH;
-		}
-	fclose(f);
-	return rc;
-}

@@ -21,6 +21,4 @@ void launch_kill_child(void);
 /* Wait for the started program to end; its wait status, or -1 if none
  * (or we killed it ourselves). */
 int launch_wait_child(void);
-/* Check that pid can be traced at all: exists, not a zombie. */
-int launch_check_pid(pid_t pid, char *err, size_t errlen);
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inject.h"
 #include "launch.h"
 #include "session.h"
 #include "symtab.h"
@@ -167,7 +168,7 @@ int session_add_specs(const struct session_opts *o, char **argv, int first, unsi
 {
 	char err[1024], main_path[NP_PATH_MAX];
 	int n = o->argend - first;
-	if (o->pid && launch_check_pid(o->pid, err, sizeof(err)))
+	if (o->pid && np_inject_check_pid(o->pid, err, sizeof(err)))
 		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
 	*specs = calloc((size_t)n, sizeof(**specs));
 	if (!*specs)
