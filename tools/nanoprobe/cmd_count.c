@@ -19,13 +19,14 @@
 
 struct count {
 	const struct probe_set *set;
-	uint64_t *last; /* totals at the previous interval */
+	uint64_t *last, *last_missed; /* totals at the previous interval */
+	FILE *out;
 	bool json, many_files;
 };
 
 struct row {
 	const struct rprobe *p;
-	uint64_t n;
+	uint64_t n, missed;
 };
 
 static int by_count(const void *a, const void *b)
@@ -41,12 +42,28 @@ static const char *func_name(const struct rprobe *p)
 	return p->func[0] ? p->func : p->event;
 }
 
-/* Text: the name, prefixed with its file when several files are probed. */
+/* What the row counts: the function, or "func+0x3" for a probe inside it
+ * and "func%return" for its returns, so that several probes on one
+ * function stay apart. */
+static const char *probe_name(const struct rprobe *p, char *buf, size_t len)
+{
+	char offs[32] = "";
+	if (p->m.func_vaddr && p->m.vaddr != p->m.func_vaddr)
+		snprintf(offs, sizeof(offs), "+0x%llx",
+			 (unsigned long long)(p->m.vaddr - p->m.func_vaddr));
+	snprintf(buf, len, "%s%s%s", func_name(p), offs, p->m.is_return ? "%return" : "");
+	return buf;
+}
+
+/* Text: the probe, prefixed with its file when several files are probed. */
 static const char *label(const struct count *c, const struct rprobe *p, char *buf, size_t len)
 {
-	const char *name = func_name(p);
-	if (!c->many_files)
-		return name;
+	char name[SPEC_SYM_MAX + 48];
+	probe_name(p, name, sizeof(name));
+	if (!c->many_files) {
+		snprintf(buf, len, "%s", name);
+		return buf;
+	}
 	const char *base = strrchr(p->m.path, '/');
 	snprintf(buf, len, "%s:%s", base ? base + 1 : p->m.path, name);
 	return buf;
@@ -57,42 +74,52 @@ static void print_rows(const struct count *c, struct row *rows, size_t n, const 
 	char buf[1024];
 	qsort(rows, n, sizeof(*rows), by_count);
 	if (c->json) {
-		printf("{");
+		fprintf(c->out, "{");
 		if (stamp)
-			printf("\"time\":\"%s\",", stamp);
-		printf("\"counts\":[");
+			fprintf(c->out, "\"time\":\"%s\",", stamp);
+		fprintf(c->out, "\"counts\":[");
 		for (size_t i = 0; i < n; i++) {
-			printf("%s{\"func\":", i ? "," : "");
-			quote_json(stdout, func_name(rows[i].p));
-			printf(",\"path\":");
-			quote_json(stdout, rows[i].p->m.path);
-			printf(",\"addr\":\"0x%llx\",\"count\":%llu}",
-			       (unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n);
+			fprintf(c->out, "%s{\"func\":", i ? "," : "");
+			quote_json(c->out, func_name(rows[i].p));
+			fprintf(c->out, ",\"probe\":");
+			quote_json(c->out, probe_name(rows[i].p, buf, sizeof(buf)));
+			fprintf(c->out, ",\"path\":");
+			quote_json(c->out, rows[i].p->m.path);
+			/* placed: false for a probe refused or whose file never loaded,
+			 * whose count of 0 says nothing */
+			fprintf(c->out, ",\"addr\":\"0x%llx\",\"count\":%llu,\"missed\":%llu,"
+					"\"placed\":%s}",
+				(unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n,
+				(unsigned long long)rows[i].missed,
+				rows[i].p->state == 1 ? "true" : "false");
 		}
-		printf("]}\n");
+		fprintf(c->out, "]}\n");
 		return;
 	}
-	printf("%-36s %12s\n", "FUNC", "COUNT");
+	fprintf(c->out, "%-36s %12s\n", "FUNC", "COUNT");
 	for (size_t i = 0; i < n; i++)
 		if (rows[i].n)
-			printf("%-36s %12llu\n", label(c, rows[i].p, buf, sizeof(buf)),
+			fprintf(c->out, "%-36s %12llu\n", label(c, rows[i].p, buf, sizeof(buf)),
 			       (unsigned long long)rows[i].n);
 }
 
 /* Counts since the last print (all of them the first time). */
-static void print_counts(struct count *c, const uint64_t *now, const char *stamp)
+static void print_counts(struct count *c, const struct totals *t, const char *stamp)
 {
 	struct row *rows = calloc(c->set->n ? c->set->n : 1, sizeof(*rows));
 	if (!rows)
 		return;
 	for (size_t i = 0; i < c->set->n; i++) {
+		uint64_t missed = t->missed_by_probe ? t->missed_by_probe[i] : 0;
 		rows[i].p = &c->set->p[i];
-		rows[i].n = now[i] - c->last[i];
-		c->last[i] = now[i];
+		rows[i].n = t->counts[i] - c->last[i];
+		rows[i].missed = missed - c->last_missed[i];
+		c->last[i] = t->counts[i];
+		c->last_missed[i] = missed;
 	}
 	print_rows(c, rows, c->set->n, stamp);
 	free(rows);
-	fflush(stdout);
+	fflush(c->out);
 }
 
 static void on_interval(const struct totals *t, void *cookie)
@@ -102,8 +129,8 @@ static void on_interval(const struct totals *t, void *cookie)
 	char stamp[16];
 	strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
 	if (!c->json)
-		printf("\n[%s]\n", stamp);
-	print_counts(c, t->counts, stamp);
+		fprintf(c->out, "\n[%s]\n", stamp);
+	print_counts(c, t, stamp);
 }
 
 static bool several_files(const struct probe_set *set)
@@ -132,9 +159,11 @@ static int count_prepare(struct session_opts *o, struct probe_set *set, void *co
 	struct count *c = cookie;
 	c->set = set;
 	c->json = o->json;
+	c->out = o->out;
 	c->many_files = several_files(set);
 	c->last = calloc(set->n ? set->n : 1, sizeof(uint64_t));
-	return c->last ? 0 : 1;
+	c->last_missed = calloc(set->n ? set->n : 1, sizeof(uint64_t));
+	return c->last && c->last_missed ? 0 : 1;
 }
 
 static void count_results(const struct session_opts *o, const struct totals *t, void *cookie)
@@ -142,12 +171,13 @@ static void count_results(const struct session_opts *o, const struct totals *t, 
 	if (o->interval > 0)
 		on_interval(t, cookie); /* the last interval, up to the end */
 	else
-		print_counts(cookie, t->counts, NULL);
+		print_counts(cookie, t, NULL);
 }
 
 static void count_cleanup(void *cookie)
 {
 	free(((struct count *)cookie)->last);
+	free(((struct count *)cookie)->last_missed);
 }
 
 int cmd_count(int argc, char **argv)

@@ -49,7 +49,7 @@ static void bucket_label(unsigned b, char *buf, size_t len)
 	snprintf(buf, len, "[%s, %s)", lo, hi);
 }
 
-static void print_hist(const struct np_hist *h, const struct unit *u)
+static void print_hist(FILE *out, const struct np_hist *h, const struct unit *u)
 {
 	int first = -1, last = -1;
 	uint64_t top = 0;
@@ -59,7 +59,7 @@ static void print_hist(const struct np_hist *h, const struct unit *u)
 			last = b;
 			top = h->bucket[b] > top ? h->bucket[b] : top;
 		}
-	printf("@%s:\n", u->name);
+	fprintf(out, "@%s:\n", u->name);
 	for (int b = first; b >= 0 && b <= last; b++) {
 		char label[48], bar[BAR + 1];
 		size_t n = (size_t)(h->bucket[b] * BAR / top);
@@ -67,11 +67,11 @@ static void print_hist(const struct np_hist *h, const struct unit *u)
 		memset(bar + n, ' ', BAR - n);
 		bar[BAR] = 0;
 		bucket_label((unsigned)b, label, sizeof(label));
-		printf("%-20s %8llu |%s|\n", label, (unsigned long long)h->bucket[b], bar);
+		fprintf(out, "%-20s %8llu |%s|\n", label, (unsigned long long)h->bucket[b], bar);
 	}
 	if (!h->count)
-		printf("(no calls)\n");
-	printf("\ncount %llu, average %llu %s, min %llu %s, max %llu %s, total %llu %s\n",
+		fprintf(out, "(no calls)\n");
+	fprintf(out, "\ncount %llu, average %llu %s, min %llu %s, max %llu %s, total %llu %s\n",
 	       (unsigned long long)h->count,
 	       (unsigned long long)(h->count ? h->sum / h->count / u->ns : 0), u->name,
 	       (unsigned long long)(h->min / u->ns), u->name, (unsigned long long)(h->max / u->ns),
@@ -79,20 +79,20 @@ static void print_hist(const struct np_hist *h, const struct unit *u)
 }
 
 /* bpftrace -f json: {"type": "hist", "data": {"@usecs": [{"min":..,"max":..,"count":..}]}} */
-static void print_hist_json(const struct np_hist *h, const struct unit *u)
+static void print_hist_json(FILE *out, const struct np_hist *h, const struct unit *u)
 {
 	bool any = false;
-	printf("{\"type\":\"hist\",\"data\":{\"@%s\":[", u->name);
+	fprintf(out, "{\"type\":\"hist\",\"data\":{\"@%s\":[", u->name);
 	for (unsigned b = 0; b < NP_HIST_BUCKETS; b++) {
 		if (!h->bucket[b])
 			continue;
 		uint64_t lo = b < 2 ? b : 1ull << (b - 1), hi = b < 2 ? b : (1ull << b) - 1;
-		printf("%s{\"min\":%llu,\"max\":%llu,\"count\":%llu}", any ? "," : "",
+		fprintf(out, "%s{\"min\":%llu,\"max\":%llu,\"count\":%llu}", any ? "," : "",
 		       (unsigned long long)lo, (unsigned long long)hi,
 		       (unsigned long long)h->bucket[b]);
 		any = true;
 	}
-	printf("]}}\n{\"type\":\"stats\",\"data\":{\"unit\":\"%s\",\"count\":%llu,\"average\":%llu,"
+	fprintf(out, "]}}\n{\"type\":\"stats\",\"data\":{\"unit\":\"%s\",\"count\":%llu,\"average\":%llu,"
 	       "\"min\":%llu,\"max\":%llu,\"total\":%llu}}\n",
 	       u->name, (unsigned long long)h->count,
 	       (unsigned long long)(h->count ? h->sum / h->count / u->ns : 0),
@@ -117,9 +117,9 @@ static void latency_results(const struct session_opts *o, const struct totals *t
 {
 	const struct unit *const *u = cookie;
 	if (o->json)
-		print_hist_json(&t->hist, *u);
+		print_hist_json(o->out, &t->hist, *u);
 	else
-		print_hist(&t->hist, *u);
+		print_hist(o->out, &t->hist, *u);
 }
 
 int cmd_latency(int argc, char **argv)

@@ -17,7 +17,7 @@
 #include "session.h"
 
 struct trace {
-	const char *out_path, *export_path; /* -o, --export-trace */
+	const char *export_path; /* --export-trace */
 	FILE *out;
 	bool json;
 	struct chrome *chrome;
@@ -111,9 +111,7 @@ static void on_event(const struct event *ev, void *cookie)
 static int trace_option(int opt, const char *arg, struct session_opts *o, void *cookie)
 {
 	struct trace *t = cookie;
-	if (opt == 'o')
-		t->out_path = arg;
-	else if (opt == OPT_EXPORT)
+	if (opt == OPT_EXPORT)
 		t->export_path = arg;
 	else
 		return -1;
@@ -124,11 +122,7 @@ static int trace_prepare(struct session_opts *o, struct probe_set *set, void *co
 {
 	struct trace *t = cookie;
 	t->json = o->json;
-	t->out = t->out_path ? fopen(t->out_path, "w") : stdout;
-	if (!t->out) {
-		perror(t->out_path);
-		return 1;
-	}
+	t->out = o->out;
 	if (t->export_path && !(t->chrome = chrome_open(t->export_path))) {
 		perror(t->export_path);
 		return 1;
@@ -141,17 +135,14 @@ static void trace_cleanup(void *cookie)
 	struct trace *t = cookie;
 	if (t->chrome)
 		chrome_close(t->chrome, session_pid());
-	if (t->out && t->out != stdout)
-		fclose(t->out);
 }
 
 int cmd_trace(int argc, char **argv)
 {
-	static const struct option longs[] = {{"output", required_argument, NULL, 'o'},
-					       {"export-trace", required_argument, NULL, OPT_EXPORT},
+	static const struct option longs[] = {{"export-trace", required_argument, NULL, OPT_EXPORT},
 					       {0}};
 	static const struct verb verb = {
-		.name = "trace", .action = NP_ACT_EVENT, .short_opts = "o:", .long_opts = longs,
+		.name = "trace", .action = NP_ACT_EVENT, .long_opts = longs,
 		.option = trace_option, .prepare = trace_prepare, .on_event = on_event,
 		.cleanup = trace_cleanup,
 	};

@@ -258,8 +258,12 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 		ring_add(c, ring_at(c, i), now);
 	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
 	now->missed = f->missed;
-	for (uint32_t i = 0; c->shm && i < c->nprobes; i++)
-		now->missed += np_shm_missed(c->shm)[i];
+	for (uint32_t i = 0; c->shm && i < c->nprobes; i++) {
+		uint64_t m = np_shm_missed(c->shm)[i];
+		now->missed += m;
+		if (now->missed_by_probe)
+			now->missed_by_probe[i] = (f->missed_by_probe ? f->missed_by_probe[i] : 0) + m;
+	}
 }
 
 /* A thread that is gone never writes its ring again: fold it and free it. */

@@ -72,6 +72,7 @@ static int parse_common(int opt, const char *arg, struct session_opts *o)
 		return 0;
 	case 'd': return parse_seconds(o->verb, "-d", arg, &o->duration);
 	case 'j': o->json = true; return 0;
+	case 'o': o->out_path = arg; return 0;
 	case OPT_STRATEGY:
 		for (unsigned s = NP_STRATEGY_AUTO; s <= NP_STRATEGY_TRAP; s++)
 			if (!strcmp(arg, np_strategy_name(s)))
@@ -122,6 +123,7 @@ int session_parse_opts(int argc, char **argv, struct session_opts *o, const char
 		{"pid", required_argument, NULL, 'p'},
 		{"duration", required_argument, NULL, 'd'},
 		{"json", no_argument, NULL, 'j'},
+		{"output", required_argument, NULL, 'o'},
 		{"strategy", required_argument, NULL, OPT_STRATEGY},
 		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
 	};
@@ -133,7 +135,7 @@ int session_parse_opts(int argc, char **argv, struct session_opts *o, const char
 	for (size_t i = 0; i < ne && i < MAX_EXTRA; i++)
 		all[NCOMMON + i] = extra_long[i];
 	/* options may follow the specs (not what follows --) */
-	snprintf(shortopts, sizeof(shortopts), ":p:d:j%s", extra_short ? extra_short : "");
+	snprintf(shortopts, sizeof(shortopts), ":p:d:jo:%s", extra_short ? extra_short : "");
 	int end = split_command(argc, argv, o), opt;
 	if (end < 0)
 		return -1;
@@ -221,10 +223,21 @@ static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
 		return rc;
 	if (v->results)
 		v->results(o, &t, cookie);
-	fflush(stdout);
+	fflush(o->out);
 	session_report(o, set, &t);
 	totals_free(&t);
 	return 0;
+}
+
+/* -o FILE: opened before the program starts, so a bad path changes
+ * nothing; close-on-exec, so the program does not inherit it. */
+static int open_output(struct session_opts *o)
+{
+	o->out = o->out_path ? fopen(o->out_path, "we") : stdout;
+	if (o->out)
+		return 0;
+	fprintf(stderr, "nanoprobe %s: -o %s: %s\n", o->verb, o->out_path, strerror(errno));
+	return 1;
 }
 
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
@@ -236,6 +249,8 @@ int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 	int first = session_parse_opts(argc, argv, &o, v->short_opts, v->long_opts, verb_option,
 				       &call);
 	int rc = first < 0 ? 2 : session_add_specs(&o, argv, first, v->action, &set, &specs);
+	if (!rc)
+		rc = open_output(&o);
 	if (!rc && v->prepare)
 		rc = v->prepare(&o, &set, cookie);
 	if (!rc && v->banner && !o.json)
@@ -244,9 +259,16 @@ int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 		rc = verb_run(v, cookie, &o, &set);
 	if (v->cleanup)
 		v->cleanup(cookie);
+	if (o.out && o.out != stdout && fclose(o.out)) {
+		fprintf(stderr, "nanoprobe %s: %s: %s\n", v->name, o.out_path, strerror(errno));
+		rc = rc ? rc : 1;
+	}
 	fflush(stdout);
-	if (first >= 0)
-		session_finish(&o);
+	/* as time, strace and perf stat do: a clean session exits with the
+	 * status of the program it started */
+	int status = first >= 0 ? session_finish(&o) : 0;
+	if (!rc)
+		rc = status;
 	probe_set_free(&set);
 	free(specs);
 	return rc;

@@ -306,13 +306,15 @@ static int totals_init(struct totals *t, size_t n)
 {
 	memset(t, 0, sizeof(*t));
 	t->counts = calloc(n ? n : 1, sizeof(uint64_t));
-	return t->counts ? 0 : -ENOMEM;
+	t->missed_by_probe = calloc(n ? n : 1, sizeof(uint64_t));
+	return t->counts && t->missed_by_probe ? 0 : -ENOMEM;
 }
 
 void totals_free(struct totals *t)
 {
 	free(t->counts);
-	t->counts = NULL;
+	free(t->missed_by_probe);
+	t->counts = t->missed_by_probe = NULL;
 }
 
 static int fail(const struct session_opts *o, const char *msg)
@@ -436,14 +438,19 @@ const char *session_comm(int tid, const char *fallback)
 	return comm_cache[i].comm;
 }
 
-void session_finish(const struct session_opts *o)
+int session_finish(const struct session_opts *o)
 {
 	if (!o->cmd)
-		return;
+		return 0;
 	int st = launch_wait_child();
-	if (st >= 0 && WIFSIGNALED(st))
+	if (st < 0)
+		return 0;
+	if (WIFSIGNALED(st)) {
 		fprintf(stderr, "nanoprobe %s: %s was killed by signal %d\n", o->verb, o->cmd[0],
 			WTERMSIG(st));
+		return 128 + WTERMSIG(st);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
 }
 
 void session_report(const struct session_opts *o, const struct probe_set *set,

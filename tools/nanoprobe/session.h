@@ -24,6 +24,8 @@ struct session_opts {
 	unsigned strategy;   /* --strategy: enum np_strategy */
 	unsigned ring_kb;    /* --buffer-kb: events per thread */
 	unsigned hist_unit;  /* latency: ns per bucket unit */
+	const char *out_path; /* -o: results there rather than on stdout */
+	FILE *out;           /* the results' stream: stdout or out_path */
 	const char *verb;    /* for messages */
 	int argend;          /* the specs are argv[first..argend) */
 };
@@ -50,6 +52,7 @@ struct totals {
 	uint64_t no_ring;   /* hits of threads that found no ring */
 	uint64_t corrupt;   /* records the command refused to read */
 	uint64_t missed;    /* hits the engine could not hand to a handler */
+	uint64_t *missed_by_probe; /* the same, per probe */
 };
 
 struct session_ops {
@@ -84,8 +87,10 @@ int session_add_specs(const struct session_opts *o, char **argv, int first, unsi
 /* One line on stderr per kind of loss, and the probes never placed. */
 void session_report(const struct session_opts *o, const struct probe_set *set,
 		    const struct totals *t);
-/* After the results are out: wait for a program we started to finish. */
-void session_finish(const struct session_opts *o);
+/* After the results are out: wait for a program we started to finish.
+ * Its exit status as a shell gives it (128 + N when killed by signal N),
+ * 0 when we started none or it is not ours to report. */
+int session_finish(const struct session_opts *o);
 
 /* What one verb adds to the flow every session verb shares (parse the
  * options, resolve the specs, start or inject, run, report, clean up). */
