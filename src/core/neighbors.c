@@ -23,8 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RADIUS 4096           /* bytes of neighbours scanned on each side */
-#define MAX_NEIGHBOUR 16384   /* bytes decoded of one neighbour at most */
+#define MAX_FUNCTION 65536 /* bytes decoded of one function at most */
 
 #define DW_EH_PE_udata4 0x03
 #define DW_EH_PE_sdata4 0x0b
@@ -82,31 +81,19 @@ static uint64_t entry_start(const struct fde_table *t, uint32_t i)
 	return t->base + (uint64_t)(int64_t)t->e[2 * i];
 }
 
-/* The first entry starting at or after addr. */
-static uint32_t first_at(const struct fde_table *t, uint64_t addr)
-{
-	uint32_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (entry_start(t, mid) < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* --- the cache ------------------------------------------------------------
- * Attaching to every function of a library would decode each one about
- * RADIUS*2 / (function size) times. So each function is decoded once, and
- * what it branches to outside itself is kept (sorted) until a module comes
- * or goes (dl_phdr_info's adds/subs counters say when). Engine lock held. */
+ * Every function of a module is decoded once, at the first attach in it,
+ * and what it branches to outside itself is kept, sorted, in one array for
+ * all modules. A module loaded later does not change the code of those
+ * already scanned; one unloaded may have its addresses reused, so then
+ * everything is forgotten (dl_phdr_info's subs counter says when). Engine
+ * lock held. */
 struct cache {
-	uint64_t *scanned; /* function starts already decoded, sorted */
-	size_t nscanned, cap_s;
-	uint64_t *targets; /* their branches out of themselves, sorted */
+	uint64_t *targets; /* branches out of their function, sorted, unique */
 	size_t ntargets, cap_t;
-	unsigned long long adds, subs;
+	uint64_t *modules; /* .eh_frame_hdr of the modules scanned */
+	size_t nmodules, cap_m;
+	unsigned long long subs;
 };
 static struct cache cache;
 
@@ -147,6 +134,17 @@ static void sort_tail(uint64_t *v, size_t n, size_t sorted)
 	free(tmp);
 }
 
+/* Sorted v without repeats (most targets are functions called from many
+ * places); the new length. */
+static size_t dedupe(uint64_t *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
 static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
 {
 	size_t lo = 0, hi = n;
@@ -160,18 +158,11 @@ static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
 	return lo;
 }
 
-static bool scanned(uint64_t start, size_t nsorted)
+static void cache_reset_if_stale(unsigned long long subs)
 {
-	size_t i = lower_bound(cache.scanned, nsorted, start);
-	return i < nsorted && cache.scanned[i] == start;
-}
-
-static void cache_reset_if_stale(unsigned long long adds, unsigned long long subs)
-{
-	if (adds == cache.adds && subs == cache.subs)
+	if (subs == cache.subs)
 		return;
-	cache.nscanned = cache.ntargets = 0;
-	cache.adds = adds;
+	cache.ntargets = cache.nmodules = 0;
 	cache.subs = subs;
 }
 
@@ -194,22 +185,44 @@ static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
 	return np_read_original(addr, dst, len);
 }
 
-/* Decode [start, end) once; its outward branches join the cache. */
+/* Decode [start, end); its outward branches join the cache. */
 static void scan(uint64_t start, uint64_t end)
 {
-	size_t len = end - start < MAX_NEIGHBOUR ? end - start : MAX_NEIGHBOUR;
+	size_t len = end - start < MAX_FUNCTION ? end - start : MAX_FUNCTION;
 	uint8_t *code = malloc(len);
 	struct range r = {start, start + len, true};
 	if (!code)
 		return;
-	size_t before = cache.ntargets;
 	if (np_read_original(start, code, len) == 0)
 		np_host_isa->branch_targets(code, len, start,
 					    &(struct np_mem){read_code, NULL, NULL}, keep_outside,
 					    &r);
 	free(code);
-	if (!r.ok || !push(&cache.scanned, &cache.nscanned, &cache.cap_s, start))
-		cache.ntargets = before; /* decode it again next time */
+}
+
+/* Modules whose every function has been decoded (by .eh_frame_hdr address). */
+static bool module_scanned(uint64_t hdr)
+{
+	for (size_t i = 0; i < cache.nmodules; i++)
+		if (cache.modules[i] == hdr)
+			return true;
+	return false;
+}
+
+/* Decode every function of the module once: a branch may come from
+ * anywhere in it (a hot function and its .cold part are far apart). */
+static void scan_module(uint64_t hdr, const struct fde_table *t)
+{
+	size_t targets_before = cache.ntargets;
+	for (uint32_t i = 0; i < t->n; i++) {
+		uint64_t start = entry_start(t, i);
+		uint64_t end = i + 1 < t->n ? entry_start(t, i + 1) : start + 64;
+		if (end > start)
+			scan(start, end);
+	}
+	sort_tail(cache.targets, cache.ntargets, targets_before);
+	cache.ntargets = dedupe(cache.targets, cache.ntargets);
+	push(&cache.modules, &cache.nmodules, &cache.cap_m, hdr);
 }
 
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
@@ -220,20 +233,9 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 	dl_iterate_phdr(find_hdr, &l);
 	if (!l.hdr || !read_table(l.hdr, &t) || t.n == 0)
 		return;
-	cache_reset_if_stale(l.adds, l.subs);
-	uint32_t i = first_at(&t, addr > RADIUS ? addr - RADIUS : 0);
-	size_t sorted = cache.nscanned; /* scanned() searches the sorted part */
-	size_t targets_sorted = cache.ntargets;
-	for (; i < t.n && entry_start(&t, i) < addr + RADIUS; i++) {
-		uint64_t start = entry_start(&t, i);
-		uint64_t end = i + 1 < t.n ? entry_start(&t, i + 1) : start + 64;
-		if (end > start && !scanned(start, sorted))
-			scan(start, end); /* the site's own too: its bounds may be shorter */
-	}
-	if (cache.nscanned != sorted) {
-		sort_tail(cache.scanned, cache.nscanned, sorted);
-		sort_tail(cache.targets, cache.ntargets, targets_sorted);
-	}
+	cache_reset_if_stale(l.subs);
+	if (!module_scanned(l.hdr))
+		scan_module(l.hdr, &t);
 	for (size_t k = lower_bound(cache.targets, cache.ntargets, addr + 1);
 	     k < cache.ntargets && cache.targets[k] < addr + span; k++)
 		add(cookie, cache.targets[k]);

@@ -40,6 +40,17 @@ int x86_zdecode(const uint8_t *code, size_t avail, struct x86_insn *x)
 	return ZYAN_SUCCESS(st) ? 0 : -EILSEQ;
 }
 
+int x86_zdecode_quick(const uint8_t *code, size_t avail, ZydisDecodedInstruction *zi)
+{
+	ZydisDecoder d;
+
+	if (avail == 0)
+		return -ENODATA;
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return -EILSEQ;
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d, NULL, code, avail, zi)) ? 0 : -EILSEQ;
+}
+
 int x86_gpr64(ZydisRegister reg)
 {
 	if (ZydisRegisterGetClass(reg) != ZYDIS_REGCLASS_GPR64)

@@ -231,6 +231,21 @@ static bool resolve_jmp(const struct scan *s, const struct x86_insn *x, const st
 	       match_pie_table(s, op->reg.value);
 }
 
+/* Could it be a branch? (A whole library is swept at its first probe, so
+ * everything else is skipped on its length alone.) */
+static bool maybe_control_flow(const ZydisDecodedInstruction *zi)
+{
+	switch (zi->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+		return true;
+	default:
+		return zi->meta.branch_type != ZYDIS_BRANCH_TYPE_NONE;
+	}
+}
+
 int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
 		       void (*found)(void *cookie, uint64_t target), void *cookie)
 {
@@ -242,6 +257,13 @@ int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struc
 		struct x86_insn x;
 		struct np_insn n;
 
+		if (x86_zdecode_quick(code + off, len - off, &x.zi) == 0 &&
+		    !maybe_control_flow(&x.zi)) {
+			in_garbage = false;
+			s.ring[s.n++ % X86_RING] = off;
+			off += x.zi.length;
+			continue;
+		}
 		if (x86_zdecode(code + off, len - off, &x)) {
 			unresolved += !in_garbage;
 			in_garbage = true;
