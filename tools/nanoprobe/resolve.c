@@ -156,6 +156,19 @@ static int fill_probe(struct probe_set *set, const struct spec *s, const struct 
 	return resolve_args(r, s, st, err, errlen);
 }
 
+/* Why a probe cannot go at fn's entry (NULL: it can). A glob passes over
+ * such functions; a name gets the reason. */
+static const char *entry_refusal(const struct np_sym *fn, bool is_return)
+{
+	if (fn->entry == NP_ENTRY_SIGRETURN)
+		return "is the signal return trampoline: it is never called, and a probe there "
+		       "would fire on the return from every signal handler, its own included";
+	if (fn->entry == NP_ENTRY_MID_FRAME && is_return)
+		return "is entered by a jump with its frame already built (the .cold part of a "
+		       "function, or an entry like _start): it has no return address to probe";
+	return NULL;
+}
+
 static int resolve_symbols(struct probe_set *set, const struct spec *s,
 			   const struct np_symtab *st, const struct stat *file, unsigned action,
 			   char *err, size_t errlen)
@@ -171,7 +184,17 @@ static int resolve_symbols(struct probe_set *set, const struct spec *s,
 			 hint[0] ? "; " : "", hint);
 		return -ENOENT;
 	}
+	bool glob = strpbrk(s->symbol, "*?[") != NULL;
+	size_t before = set->n;
 	for (size_t i = 0; i < n && !rc; i++) {
+		const char *why = entry_refusal(m[i], s->is_return);
+		if (why && glob)
+			continue;
+		if (why) {
+			snprintf(err, errlen, "%s %s", m[i]->name, why);
+			rc = -EINVAL;
+			break;
+		}
 		if (m[i]->size && s->offset >= m[i]->size) {
 			snprintf(err, errlen, "%s+%llu is past the end of %s (%llu bytes)", s->symbol,
 				 (unsigned long long)s->offset, m[i]->name,
@@ -182,6 +205,11 @@ static int resolve_symbols(struct probe_set *set, const struct spec *s,
 		rc = fill_probe(set, s, st, file, m[i], m[i]->addr + s->offset, action, err, errlen);
 	}
 	free(m);
+	if (!rc && set->n == before) {
+		snprintf(err, errlen, "no function matching '%s' in %s can take this probe: "
+				      "none is entered by a call", s->symbol, st->path);
+		rc = -ENOENT;
+	}
 	return rc;
 }
 
@@ -199,6 +227,11 @@ static int resolve_offset(struct probe_set *set, const struct spec *s,
 	if (s->is_return && (!fn || fn->addr != vaddr)) {
 		snprintf(err, errlen, "a return probe must be at a function entry; 0x%llx is not",
 			 (unsigned long long)s->offset);
+		return -EINVAL;
+	}
+	const char *why = fn && fn->addr == vaddr ? entry_refusal(fn, s->is_return) : NULL;
+	if (why) {
+		snprintf(err, errlen, "%s %s", fn->name, why);
 		return -EINVAL;
 	}
 	return fill_probe(set, s, st, file, fn, vaddr, action, err, errlen);

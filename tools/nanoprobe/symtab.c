@@ -68,7 +68,26 @@ static void set_err(char *err, size_t len, const char *fmt, ...)
 struct builder {
 	struct np_symtab *st;
 	size_t cap;
+	/* starts of FDEs of code not entered by a call, per enum np_sym_entry */
+	struct starts {
+		uint64_t *v;
+		size_t n, cap;
+	} entry[NP_ENTRY_SIGRETURN + 1];
 };
+
+static bool push_u64(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		uint64_t *nv = realloc(*v, c * sizeof(*nv));
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = x;
+	return true;
+}
 
 static int push(struct builder *b, const char *name, uint64_t addr, uint64_t size,
 		unsigned source)
@@ -88,7 +107,7 @@ static int push(struct builder *b, const char *name, uint64_t addr, uint64_t siz
 	char *copy = strndup(name, strcspn(name, "@"));
 	if (!copy)
 		return -ENOMEM;
-	st->syms[st->n++] = (struct np_sym){copy, NULL, NULL, addr, size, source};
+	st->syms[st->n++] = (struct np_sym){copy, NULL, NULL, addr, size, source, NP_ENTRY_CALL};
 	st->sources |= source;
 	return 0;
 }
@@ -314,14 +333,56 @@ struct ehframe {
 	uint64_t addr; /* sh_addr of .eh_frame */
 };
 
+/* An unsigned LEB128 at *p (advanced past it); false past end. */
+static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t byte = *(*p)++;
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return *out = v, true;
+	}
+	return false;
+}
+
+/*
+ * Is the code at an FDE's start entered with a frame already built? The
+ * CIE's initial instructions are the state at a call's target (x86-64:
+ * CFA = rsp+8, return address at CFA-8); an FDE whose own instructions
+ * change a rule before the first advance describes code entered in
+ * another state: the .cold part of a function, which its hot part jumps
+ * to, or an entry like _start. Anything but an advance or a nop first
+ * counts, so that doubt refuses a return probe rather than risks one.
+ */
+static bool fde_starts_mid_frame(const Dwarf_CIE *cie, const uint8_t *insns, const uint8_t *end)
+{
+	uint64_t aug_len;
+	if (cie->augmentation[0] == 'z' && (!read_uleb(&insns, end, &aug_len) ||
+					    aug_len > (uint64_t)(end - insns)))
+		return true;
+	if (cie->augmentation[0] == 'z')
+		insns += aug_len;
+	while (insns < end && *insns == DW_CFA_nop)
+		insns++;
+	if (insns == end)
+		return false;
+	return (*insns & 0xc0) != DW_CFA_advance_loc && *insns != DW_CFA_advance_loc1 &&
+	       *insns != DW_CFA_advance_loc2 && *insns != DW_CFA_advance_loc4;
+}
+
+struct fde_info {
+	uint64_t start, size;
+	bool mid_frame; /* fde_starts_mid_frame */
+};
+
 /*
  * The FDE's range. dwarf_next_cfi parses the entries but leaves the two
  * encoded fields of an FDE raw (libdw's own decoder is internal): the
  * initial location, absolute or pc-relative as compilers emit it, and the
  * address range in the same format.
  */
-static int fde_range(const struct ehframe *eh, const Dwarf_FDE *fde, uint64_t *start,
-		     uint64_t *size)
+static int fde_parse(const struct ehframe *eh, const Dwarf_FDE *fde, struct fde_info *out)
 {
 	Dwarf_CFI_Entry cie;
 	Dwarf_Off next;
@@ -331,11 +392,12 @@ static int fde_range(const struct ehframe *eh, const Dwarf_FDE *fde, uint64_t *s
 	int enc = fde_encoding(&cie.cie);
 	bool msb = eh->ident[EI_DATA] == ELFDATA2MSB;
 	if (enc < 0 || (enc & 0x70) > DW_EH_PE_pcrel || fde->end - fde->start < 2 * (long)ptr_size(enc) ||
-	    read_pointer(fde->start, enc, msb, start) ||
-	    read_pointer(fde->start + ptr_size(enc), enc & 0x0f, msb, size))
+	    read_pointer(fde->start, enc, msb, &out->start) ||
+	    read_pointer(fde->start + ptr_size(enc), enc & 0x0f, msb, &out->size))
 		return -EOPNOTSUPP;
 	if ((enc & 0x70) == DW_EH_PE_pcrel)
-		*start += eh->addr + (uint64_t)(fde->start - (const uint8_t *)eh->data->d_buf);
+		out->start += eh->addr + (uint64_t)(fde->start - (const uint8_t *)eh->data->d_buf);
+	out->mid_frame = fde_starts_mid_frame(&cie.cie, fde->start + 2 * ptr_size(enc), fde->end);
 	return 0;
 }
 
@@ -377,13 +439,17 @@ static int add_fde(struct builder *b, size_t nsym, const struct ehframe *eh, con
 		   const struct plt_ranges *plt)
 {
 	struct np_symtab sorted = {.syms = b->st->syms, .n = nsym};
-	uint64_t start, size;
-	if (fde_range(eh, fde, &start, &size) || size == 0 || np_symtab_at(&sorted, start) ||
-	    in_plt(plt, start))
-		return 0; /* covered, not a function, or an FDE we cannot place */
+	struct fde_info f;
+	if (fde_parse(eh, fde, &f) || f.size == 0 || in_plt(plt, f.start))
+		return 0; /* not a function, or an FDE we cannot place */
+	struct starts *kind = &b->entry[f.mid_frame ? NP_ENTRY_MID_FRAME : NP_ENTRY_CALL];
+	if (f.mid_frame && !push_u64(&kind->v, &kind->n, &kind->cap, f.start))
+		return -ENOMEM;
+	if (np_symtab_at(&sorted, f.start))
+		return 0; /* a symbol names it already */
 	char name[32];
-	snprintf(name, sizeof(name), "fn_%llx", (unsigned long long)start);
-	return push(b, name, start, size, NP_SYM_EHFRAME);
+	snprintf(name, sizeof(name), "fn_%llx", (unsigned long long)f.start);
+	return push(b, name, f.start, f.size, NP_SYM_EHFRAME);
 }
 
 /* Signal trampolines (__restore_rt) have CIEs with the 'S' augmentation:
@@ -410,6 +476,20 @@ static bool is_signal_fde(const struct signal_cies *sig, const Dwarf_FDE *fde)
 
 static void clamp_ehframe(struct np_symtab *st);
 
+/* A signal frame's range: kept as a start and an end, for mark_sigreturn
+ * (its FDE starts a byte early, on a nop, for the unwinder's pc - 1). */
+static int note_sigreturn(struct builder *b, const struct ehframe *eh, const Dwarf_FDE *fde)
+{
+	struct starts *s = &b->entry[NP_ENTRY_SIGRETURN];
+	struct fde_info f;
+	if (fde_parse(eh, fde, &f))
+		return 0;
+	if (!push_u64(&s->v, &s->n, &s->cap, f.start) ||
+	    !push_u64(&s->v, &s->n, &s->cap, f.start + f.size))
+		return -ENOMEM;
+	return 0;
+}
+
 static int add_ehframe_functions(struct builder *b, Elf *elf)
 {
 	GElf_Shdr sh;
@@ -428,7 +508,9 @@ static int add_ehframe_functions(struct builder *b, Elf *elf)
 							     &e) == 0; off = next) {
 		if (e.CIE_id == LIBDW_CIE_ID)
 			note_signal_cie(&sig, off, &e.cie);
-		else if (!is_signal_fde(&sig, &e.fde))
+		else if (is_signal_fde(&sig, &e.fde))
+			err = note_sigreturn(b, &eh, &e.fde);
+		else
 			err = add_fde(b, nsym, &eh, &e.fde, &plt);
 	}
 	return err;
@@ -480,6 +562,33 @@ static int open_elf(struct np_symtab *st, Elf **elf, char *err, size_t errlen)
 	return -ENOEXEC;
 }
 
+/* Functions (named by a symbol or by their FDE) whose code is not entered
+ * by a call: `starts` holds the FDE starts of that kind. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void mark_entry(struct np_symtab *st, struct starts *starts, enum np_sym_entry kind)
+{
+	if (!starts->n)
+		return;
+	qsort(starts->v, starts->n, sizeof(*starts->v), cmp_u64);
+	for (size_t i = 0; i < st->n; i++)
+		if (bsearch(&st->syms[i].addr, starts->v, starts->n, sizeof(*starts->v), cmp_u64))
+			st->syms[i].entry = (unsigned char)kind;
+}
+
+/* Symbols inside a signal frame's range (pairs of start, end; few). */
+static void mark_sigreturn(struct np_symtab *st, const struct starts *ranges)
+{
+	for (size_t k = 0; k + 1 < ranges->n; k += 2)
+		for (size_t i = 0; i < st->n; i++)
+			if (st->syms[i].addr >= ranges->v[k] && st->syms[i].addr < ranges->v[k + 1])
+				st->syms[i].entry = NP_ENTRY_SIGRETURN;
+}
+
 /* C++ names, once per table (a name that does not demangle stays as is). */
 static void demangle_all(struct np_symtab *st)
 {
@@ -508,15 +617,19 @@ int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t err
 		np_symtab_free(st);
 		return ret;
 	}
-	struct builder b = {st, 0};
+	struct builder b = {st, 0, {{0}}};
 	ret = load_symbols(&b, elf, err, errlen);
 	if (!ret) {
 		sort_unique(st);
 		ret = add_ehframe_functions(&b, elf);
 		sort_unique(st);
 		clamp_ehframe(st);
+		mark_entry(st, &b.entry[NP_ENTRY_MID_FRAME], NP_ENTRY_MID_FRAME);
+		mark_sigreturn(st, &b.entry[NP_ENTRY_SIGRETURN]);
 		demangle_all(st);
 	}
+	for (size_t k = 0; k < sizeof(b.entry) / sizeof(*b.entry); k++)
+		free(b.entry[k].v);
 	elf_end(elf);
 	if (ret == -ENOMEM)
 		set_err(err, errlen, "%s: out of memory", st->path);

@@ -29,6 +29,19 @@ struct np_sym {
 	uint64_t addr;    /* ELF vaddr */
 	uint64_t size;    /* 0 if unknown */
 	unsigned source;  /* one enum np_sym_source bit */
+	unsigned char entry; /* enum np_sym_entry, from the unwind info */
+};
+
+/* How control reaches a function's first instruction. */
+enum np_sym_entry {
+	NP_ENTRY_CALL = 0, /* a call: a return address is on top */
+	/* a jump with the frame already built (the .cold part of a function,
+	 * _start): no return address, so no return probe */
+	NP_ENTRY_MID_FRAME,
+	/* the signal return trampoline (__restore_rt): the kernel's way back
+	 * from every handler, never called; a breakpoint there would fire on
+	 * the return from its own handler, forever */
+	NP_ENTRY_SIGRETURN,
 };
 
 struct np_symtab {
