@@ -309,6 +309,7 @@ static void *session_thread(void *arg)
 				session_end();
 			else
 				__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+			decide_run(-1);
 			return NULL;
 		}
 	}
@@ -424,13 +425,16 @@ __attribute__((constructor)) static void agent_preloaded(void)
 	if (!preload_target(name, sizeof(name)) || !claim_session())
 		return;
 	np_agent_busy++; /* until the program's own code runs */
-	int fd = connect_to(name);
-	if (fd < 0)
+	/* The control thread is created before any probe is placed, and it
+	 * places them: pthread_create runs clone3 with every signal blocked,
+	 * and a breakpoint hit there would kill the process. */
+	char *copy = strdup(name);
+	if (!copy || start_thread(copy)) {
+		free(copy);
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
-	else if (session_setup(fd) || start_thread(NULL))
-		session_end();
-	else
+	} else {
 		wait_for_run();
+	}
 	np_agent_busy--;
 }
 
