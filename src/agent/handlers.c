@@ -16,6 +16,8 @@
  * ended.
  */
 #include "agent/agent.h"
+#include "core/internal.h" /* np_host_syscall */
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -38,9 +40,7 @@ static __thread uint32_t tls_retry TLS_IE;
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return np_clock_ns();
 }
 
 static struct np_ring *ring_at(struct np_shm_header *h, uint32_t i)
@@ -57,8 +57,8 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 		    !__atomic_compare_exchange_n(&r->state, &free_state, NP_RING_CLAIMING, false,
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
-		r->tid = (int32_t)syscall(SYS_gettid);
-		prctl(PR_GET_NAME, r->comm); /* for a thread gone before it is read */
+		r->tid = (int32_t)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+		np_host_syscall(SYS_prctl, PR_GET_NAME, (long)r->comm, 0, 0, 0, 0); /* for a thread gone before it is read */
 		__atomic_store_n(&r->state, NP_RING_OWNED, __ATOMIC_RELEASE);
 		return r;
 	}
@@ -221,23 +221,23 @@ static uint64_t fault_signals(void)
 static uint64_t unblock_faults(void)
 {
 	uint64_t mask = 0, want = fault_signals();
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof(mask));
+	np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&mask, sizeof(mask), 0, 0);
 	if (mask & want)
-		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &want, NULL, sizeof(want));
+		np_host_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&want, 0, sizeof(want), 0, 0);
 	return mask & want;
 }
 
 static void reblock_faults(uint64_t blocked)
 {
 	if (blocked)
-		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &blocked, NULL, sizeof(blocked));
+		np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&blocked, 0, sizeof(blocked), 0, 0);
 }
 
 static void fetch_all(struct np_ctx *ctx, const struct aprobe *ap, struct np_rec *rec)
 {
 	unsigned char *p = (unsigned char *)(rec + 1);
 	uint32_t faults = 0;
-	int saved_errno = errno; /* a failed read sets it: the program's own */
+	int saved_errno = *np_errno(); /* a failed read sets it: the program's own */
 	uint64_t blocked = ap->reads_memory ? unblock_faults() : 0;
 	for (unsigned i = 0; i < ap->m.nargs; i++) {
 		const struct np_fetch *f = &ap->m.args[i];
@@ -251,7 +251,7 @@ static void fetch_all(struct np_ctx *ctx, const struct aprobe *ap, struct np_rec
 		faults |= (uint32_t)fault << i;
 	}
 	reblock_faults(blocked);
-	errno = saved_errno;
+	*np_errno() = saved_errno;
 	rec->len = (uint32_t)(p - (unsigned char *)rec);
 	rec->fault_mask = faults;
 }
@@ -268,7 +268,7 @@ static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
 	if (!rec)
 		return;
 	fetch_all(ctx, ap, rec);
-	int cpu = sched_getcpu();
+	int cpu = np_cpu();
 	rec->probe = (uint16_t)ap->m.id;
 	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
 	rec->reserved = 0;

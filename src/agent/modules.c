@@ -12,6 +12,8 @@
  * The control thread does the attaching (see the hook below).
  */
 #include "agent/agent.h"
+#include "core/internal.h" /* np_host_syscall */
+#include "core/nolibc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct module_scan {
@@ -153,25 +156,35 @@ void np_agent_publish_missed(void)
 /* A handler may not attach probes (the engine refuses: a detach could be
  * waiting for that very handler). So the handler asks the control thread,
  * which owns every attach, and waits until its request has been served or
- * the session is closing. */
+ * the session is closing. It calls no libc to do so (futexes and raw
+ * syscalls): with probes on libc, those calls would be hits from inside a
+ * handler, counted as missed. Counters wrap; they are compared as
+ * differences. */
 static struct np_probe *hooks[2]; /* dlopen, dlclose */
-static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t req_done = PTHREAD_COND_INITIALIZER;
-static uint64_t req_asked, req_served;
-static bool hook_open;
-static int hook_busy; /* handlers between the gate and their return */
+static uint32_t req_asked, req_served; /* req_served is a futex */
+static uint32_t hook_open;
+static uint32_t hook_busy; /* handlers between the gate and their return (a futex) */
+
+static uint32_t load(const uint32_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
+}
 
 static void after_dl_call(struct np_ctx *ctx, void *data)
 {
-	pthread_mutex_lock(&req_lock);
-	hook_busy++;
-	uint64_t mine = ++req_asked;
-	if (hook_open && write(np_agent.wake_fd, &(uint64_t){1}, 8) == 8)
-		while (hook_open && req_served < mine)
-			pthread_cond_wait(&req_done, &req_lock);
-	hook_busy--;
-	pthread_cond_broadcast(&req_done);
-	pthread_mutex_unlock(&req_lock);
+	__atomic_fetch_add(&hook_busy, 1, __ATOMIC_ACQ_REL);
+	uint32_t mine = __atomic_add_fetch(&req_asked, 1, __ATOMIC_ACQ_REL);
+	uint64_t one = 1;
+	if (load(&hook_open) &&
+	    np_host_syscall(SYS_write, np_agent.wake_fd, (long)&one, 8, 0, 0, 0) == 8)
+		for (;;) {
+			uint32_t seen = load(&req_served);
+			if (!load(&hook_open) || (int32_t)(seen - mine) >= 0)
+				break;
+			np_futex_wait(&req_served, seen);
+		}
+	if (__atomic_sub_fetch(&hook_busy, 1, __ATOMIC_ACQ_REL) == 0)
+		np_futex_wake(&hook_busy);
 }
 
 /* Control thread: serve every request asked so far. */
@@ -180,25 +193,19 @@ void np_agent_serve_dlopen(void)
 	uint64_t n;
 	if (read(np_agent.wake_fd, &n, sizeof(n)) != sizeof(n))
 		return;
-	pthread_mutex_lock(&req_lock);
-	uint64_t asked = req_asked;
-	pthread_mutex_unlock(&req_lock);
+	uint32_t asked = load(&req_asked);
 	pthread_mutex_lock(&np_agent.lock);
 	forget_unloaded();
 	np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
-	pthread_mutex_lock(&req_lock);
-	req_served = asked;
-	pthread_cond_broadcast(&req_done);
-	pthread_mutex_unlock(&req_lock);
+	__atomic_store_n(&req_served, asked, __ATOMIC_RELEASE);
+	np_futex_wake(&req_served);
 }
 
 int np_agent_hook_dlopen(void)
 {
 	static const char *const names[] = {"dlopen", "dlclose"};
-	pthread_mutex_lock(&req_lock);
-	hook_open = true;
-	pthread_mutex_unlock(&req_lock);
+	__atomic_store_n(&hook_open, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 2; i++) {
 		void *fn = dlsym(RTLD_DEFAULT, names[i]);
 		struct np_probe_opts o = NP_PROBE_OPTS(.on_return = after_dl_call,
@@ -214,12 +221,12 @@ int np_agent_hook_dlopen(void)
  * waits for handlers still running, which now wait for nothing. */
 void np_agent_unhook_dlopen(void)
 {
-	pthread_mutex_lock(&req_lock);
-	hook_open = false;
-	pthread_cond_broadcast(&req_done);
-	while (hook_busy)
-		pthread_cond_wait(&req_done, &req_lock);
-	pthread_mutex_unlock(&req_lock);
+	__atomic_store_n(&hook_open, 0, __ATOMIC_RELEASE);
+	/* change the word, so that a handler about to sleep on it does not */
+	__atomic_fetch_add(&req_served, 1, __ATOMIC_ACQ_REL);
+	np_futex_wake(&req_served);
+	for (uint32_t busy; (busy = load(&hook_busy)) != 0;)
+		np_futex_wait(&hook_busy, busy);
 	for (int i = 0; i < 2; i++) {
 		if (hooks[i])
 			np_probe_free(hooks[i]);

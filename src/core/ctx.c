@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What a handler can read and change through struct np_ctx. */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <string.h>
@@ -78,7 +79,7 @@ NP_API uint64_t np_ctx_reg(const struct np_ctx *ctx, int reg)
 
 static int fail(int err)
 {
-	errno = err;
+	*np_errno() = err; /* a handler may call this: no libc */
 	return -1;
 }
 

@@ -28,7 +28,10 @@
 
 #include "arch/arch.h"
 
-#define NP_MAX_PROBES 16384    /* counter slots per thread */
+/* Counter slots per thread: as many probes as the command can name (its
+ * records number them in 16 bits). A thread's block is mostly untouched
+ * zero pages: only the slots it hits cost memory. */
+#define NP_MAX_PROBES 65536
 #define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
 #define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
 #define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */

@@ -10,6 +10,7 @@
  * handle still answers np_probe_hits(); np_probe_free() releases it.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ static int init_err;
 
 static void engine_init(void)
 {
-	if ((init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
+	if ((init_err = np_nolibc_init()) || (init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
 	    (init_err = np_trap_init()) || (init_err = np_host_init()))
 		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));
 }
@@ -57,7 +58,17 @@ NP_API const char *np_strategy_name(enum np_strategy s)
 /* --- counter slots ------------------------------------------------------- */
 
 static uint8_t slot_used[NP_MAX_PROBES];
-static uint32_t slot_hint;
+static uint32_t slot_hint, slots_in_use;
+
+/* Why probe_new failed: every counter slot taken, or out of memory. */
+static int probe_new_error(void)
+{
+	if (slots_in_use < NP_MAX_PROBES)
+		return -ENOMEM;
+	np_logf(NP_LOG_ERROR, "all %d probe slots are in use: detach some first",
+		NP_MAX_PROBES);
+	return -ENOSPC;
+}
 
 uint32_t np_slot_alloc(void)
 {
@@ -66,6 +77,7 @@ uint32_t np_slot_alloc(void)
 		if (!slot_used[s]) {
 			slot_used[s] = 1;
 			slot_hint = s + 1;
+			slots_in_use++;
 			return s;
 		}
 	}
@@ -75,6 +87,7 @@ uint32_t np_slot_alloc(void)
 void np_slot_free(uint32_t slot)
 {
 	slot_used[slot] = 0;
+	slots_in_use--;
 }
 
 /* --- sites --------------------------------------------------------------- */
@@ -379,7 +392,7 @@ NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *
 	}
 	struct np_probe *p = probe_new(addr, &o);
 	struct np_site *s = p ? np_site_get((uint64_t)addr) : NULL;
-	err = !p ? -ENOMEM : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
+	err = !p ? probe_new_error() : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
 	if (err && p) {
 		probe_delete(p);
 		p = NULL;

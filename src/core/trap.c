@@ -18,6 +18,7 @@
  * the program installed, or kills it as SIGTRAP would have.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -138,14 +139,14 @@ int np_trap_table_move(const struct np_region *from, struct np_region *to)
 static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
 {
 	(void)cookie;
-	memcpy(dst, (const void *)addr, len);
+	np_copy(dst, (const void *)addr, len);
 	return 0;
 }
 
 static int mem_write(void *cookie, uint64_t addr, const void *src, size_t len)
 {
 	(void)cookie;
-	memcpy((void *)addr, src, len);
+	np_copy((void *)addr, src, len);
 	return 0;
 }
 
@@ -208,8 +209,8 @@ static enum trap_kind classify(uint64_t at, struct np_region **r)
 		const struct trap_table *t = atomic_load_explicit(&table, memory_order_acquire);
 		if ((*r = lookup(t, at)))
 			return TRAP_OURS;
-		memcpy(cur, (const void *)at, len);
-		if (memcmp(cur, trap, len) != 0)
+		np_copy(cur, (const void *)at, len);
+		if (!np_same(cur, trap, len))
 			return TRAP_GONE; /* already removed: run the original */
 		atomic_thread_fence(memory_order_seq_cst);
 		if (atomic_load_explicit(&table, memory_order_acquire) == t)
@@ -223,7 +224,7 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	struct np_regs regs;
 	struct np_region *r;
-	int saved_errno = errno;
+	int saved_errno = *np_errno(); /* not errno: no libc call here */
 
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
@@ -238,7 +239,7 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 	atomic_fetch_sub(&readers, 1);
 	if (kind == TRAP_FOREIGN)
 		chain(sig, si, ucv);
-	errno = saved_errno;
+	*np_errno() = saved_errno;
 }
 
 int np_trap_init(void)

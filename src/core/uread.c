@@ -35,6 +35,7 @@
  * handler whose sa_mask blocks them, takes the program down.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -161,13 +162,13 @@ static size_t vm_read(void *dst, uint64_t addr, size_t len)
 	if (n < 0)
 		return 0;
 	if ((size_t)n < len)
-		errno = EFAULT;
+		*np_errno() = EFAULT;
 	return (size_t)n;
 }
 
 static int fail_efault(void)
 {
-	errno = EFAULT;
+	*np_errno() = EFAULT;
 	return -1;
 }
 
@@ -186,7 +187,7 @@ static long str_fast(char *dst, uint64_t addr, size_t max)
 {
 	long n = np_host_uread_str(dst, addr, max);
 	if (n < 0)
-		errno = EFAULT;
+		*np_errno() = EFAULT;
 	return n;
 }
 
@@ -200,7 +201,7 @@ static long str_slow(char *dst, uint64_t addr, size_t max)
 		if (chunk > max - done)
 			chunk = max - done;
 		size_t n = vm_read(dst + done, addr + done, chunk);
-		const char *nul = memchr(dst + done, '\0', n);
+		const char *nul = np_find_byte(dst + done, '\0', n);
 		if (nul)
 			return nul - dst;
 		if (n < chunk)
