@@ -530,6 +530,73 @@ def count_exact():
     R.eq(counts, {"work": 7}, "program in $PATH, spec by its file name", describe(p))
 
 
+@case
+def count_output_file_status_and_probe_names():
+    n = 40
+    want_out = plain([COUNTER, n])
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "counts.json")
+        p = np("count", "-j", "-o", out, "work", "--", COUNTER, n)
+        R.eq(p.stdout, want_out, "count -o: stdout is exactly the plain run's", describe(p))
+        with open(out) as f:
+            counts, other = json_counts(f.read())
+        R.eq(counts, {"work": n}, "count -o: the file holds the counts", other)
+        out = os.path.join(d, "hist.json")
+        p = np("latency", "-j", "-o", out, "work", "--", COUNTER, n)
+        R.eq(p.stdout, want_out, "latency -o: stdout is exactly the plain run's", describe(p))
+        with open(out) as f:
+            objs, _ = parse_json_lines(f.read())
+        stats = [o["data"] for o in objs if isinstance(o, dict) and o.get("type") == "stats"]
+        R.check(stats and stats[0]["count"] == n, "latency -o: the file holds the histogram",
+                str(objs))
+        p = np("count", "-o", os.path.join(d, "no/such/dir"), "work", "--", COUNTER, 1)
+        R.check(p.returncode == 1 and "no/such/dir" in p.stderr and p.stdout == "",
+                "count -o into a missing directory: refused before the program runs",
+                describe(p))
+
+    # the program's exit status is nanoprobe's, as with time and strace
+    p = np("count", "-o", "/dev/null", "c:malloc", "--", "/bin/sh", "-c", "exit 7")
+    R.eq(p.returncode, 7, "a program exiting 7: nanoprobe exits 7", describe(p))
+    p = np("count", "-o", "/dev/null", "c:malloc", "--", "/bin/sh", "-c", "kill -9 $$")
+    R.eq(p.returncode, 128 + 9, "a program killed by SIGKILL: 137", describe(p))
+
+    # several probes on one function: told apart by offset and %return
+    listing = np("list", "-j", COUNTER, "work")
+    addrs = [int(json.loads(l)["addr"], 16) for l in listing.stdout.splitlines()
+             if '"insn"' in l]
+    R.check(len(addrs) >= 2, "list -j work: instructions", describe(listing))
+    if len(addrs) >= 2:
+        off = addrs[1] - addrs[0]
+        p = np("count", "-j", "work", "work%return", f"work+{off}", "--", COUNTER, n)
+        objs, _ = parse_json_lines(p.stdout)
+        rows = [o for o in objs if isinstance(o, dict) and "counts" in o][-1:] or [{}]
+        got = {r["probe"]: (r["count"], r["placed"], r["missed"])
+               for r in rows[0].get("counts", [])}
+        R.eq(got, {"work": (n, True, 0), "work%return": (n, True, 0),
+                   f"work+0x{off:x}": (n, True, 0)},
+             "count -j: 'probe' names each probe; placed; nothing missed", describe(p))
+
+
+@case
+def trap_on_every_libc_function():
+    # Every libc function under a breakpoint: the agent's own thread is
+    # made before any is placed (pthread_create blocks SIGTRAP around
+    # clone3), the hit path calls no libc (__errno_location under a
+    # breakpoint sent the SIGTRAP handler into itself), and the signal
+    # return trampoline is never offered.
+    p = np("count", "--strategy", "trap", "-j", "-o", "/dev/null", "c:*", "--", COUNTER, 3)
+    R.eq(p.returncode, 0, "count --strategy trap 'c:*': the program exits 0", describe(p))
+    R.eq(p.stdout, plain([COUNTER, 3]), "count --strategy trap 'c:*': same stdout")
+    R.check("not recorded" not in p.stderr, "no hit missed", describe(p))
+    # libc names __restore_rt only in its debug file (libc6-dbg)
+    if '"__restore_rt"' not in np("list", "-j", "c").stdout:
+        R.skip("c:__restore_rt is refused", "libc's debug symbols are not installed")
+        return
+    p = np("count", "c:__restore_rt", "--", COUNTER, 1)
+    R.check(p.returncode == 1 and "signal return trampoline" in p.stderr,
+            "c:__restore_rt is refused with its reason", describe(p))
+
+
 # --------------------------------------------------------------------------
 # 2. wildcards and libraries
 

@@ -174,6 +174,30 @@ TEST(stripped_copy_bounds_unexported_functions_from_eh_frame)
 	np_symtab_free(&ref);
 }
 
+/* How control arrives at a function, from its FDE: a call, a jump with
+ * the frame built (.cold parts), the kernel's signal return. */
+TEST(entries_not_reached_by_a_call_are_marked_from_the_unwind_info)
+{
+	struct np_symtab ref, st;
+	REQUIRE(load("", &ref) == 0 && load(".stripped", &st) == 0);
+	CHECK_EQ(np_symtab_find(&ref, "np_fx_sum")->entry, NP_ENTRY_CALL);
+	CHECK_EQ(np_symtab_find(&ref, "np_fx_tiny")->entry, NP_ENTRY_CALL);
+	CHECK_EQ(np_symtab_find(&ref, "fixture_cold")->entry, NP_ENTRY_MID_FRAME);
+	CHECK_EQ(np_symtab_find(&ref, "fixture_sigreturn")->entry, NP_ENTRY_SIGRETURN);
+	/* stripped: the fragment by its FDE, the trampoline not at all */
+	char fn[32];
+	snprintf(fn, sizeof(fn), "fn_%llx",
+		 (unsigned long long)np_symtab_find(&ref, "fixture_cold")->addr);
+	const struct np_sym *cold = np_symtab_find(&st, fn);
+	CHECK(cold && cold->entry == NP_ENTRY_MID_FRAME);
+	uint64_t sigret = np_symtab_find(&ref, "fixture_sigreturn")->addr;
+	const struct np_sym *at = np_symtab_at(&st, sigret);
+	CHECK(!at || at->addr + (at->size ? at->size : 1) <= sigret - 1 ||
+	      at->entry == NP_ENTRY_SIGRETURN);
+	np_symtab_free(&st);
+	np_symtab_free(&ref);
+}
+
 /* The PLT has unwind info but is no function (its stubs push an index the
  * loader reads off the stack): libc's must not be offered. */
 TEST(plt_sections_are_not_offered_as_functions)

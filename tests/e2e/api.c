@@ -697,6 +697,30 @@ TEST(a_jump_from_a_neighbour_into_the_first_bytes_keeps_them_in_place)
 	CHECK_EQ(e2e_detach_free(p), 0);
 }
 
+uint64_t api_far_tail(uint64_t x);
+uint64_t api_far_target(uint64_t x);
+
+/* The planner decodes the whole module, not only the code around a site. */
+TEST(a_jump_from_far_away_into_the_first_bytes_keeps_them_in_place)
+{
+	struct e2e_counter c = {.addr = (uintptr_t)api_far_target};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+
+	e2e_log_capture();
+	CHECK(np_probe_attach((void *)api_far_target, &o) == NULL);
+	CHECK(strstr(e2e_log_state.last, "a branch lands at") != NULL);
+	o.strategy = NP_STRATEGY_AUTO;
+	struct np_probe *p = np_probe_attach((void *)api_far_target, &o);
+	CHECK(p);
+	if (!p)
+		return;
+	CHECK_EQ(np_probe_strategy(p), NP_STRATEGY_TRAP);
+	CHECK_EQ(api_far_tail(5), 6);
+	CHECK_EQ(api_far_target(5), 16);
+	CHECK_EQ(c.hits, 1);
+	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
 /* ---- functions that return twice ----------------------------------------- */
 
 static void nop_handler(struct np_ctx *ctx, void *data)

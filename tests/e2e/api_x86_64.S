@@ -64,3 +64,26 @@ FUNC(api_nb_target)
 	ret				/* +8  c3 */
 	.cfi_endproc
 ENDF(api_nb_target)
+
+	.p2align 4
+/* uint64_t api_far_target(uint64_t x): 3x + 1; +4 is entered from
+ * api_far_tail, 16 KiB away, as a hot function's .cold part jumps back
+ * into it from megabytes away. */
+FUNC(api_far_target)
+	.cfi_startproc
+	lea (%rdi,%rdi,2), %rax		/* +0  48 8d 04 7f */
+.Lfar_inner:
+	add $1, %rax			/* +4  48 83 c0 01 */
+	ret				/* +8  c3 */
+	.cfi_endproc
+ENDF(api_far_target)
+
+	.skip 16384, 0xcc
+	.p2align 4
+/* uint64_t api_far_tail(uint64_t x): x + 1, through api_far_target+4 */
+FUNC(api_far_tail)
+	.cfi_startproc
+	mov %rdi, %rax
+	jmp .Lfar_inner
+	.cfi_endproc
+ENDF(api_far_tail)
