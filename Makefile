@@ -5,7 +5,8 @@ BUILD    ?= build
 PREFIX   ?= /usr/local
 MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
-            xz-utils libzydis-dev libelf-dev libdw-dev
+            xz-utils libzydis-dev libelf-dev libdw-dev \
+            coreutils grep gzip sqlite3
 
 .PHONY: all deps build check check-sanitize demo bench install clean
 

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Differential runs of programs nobody here wrote (issue 4).
+
+Each program from a Debian package runs three ways on the same input:
+plainly, under `nanoprobe count --strategy auto` and under
+`nanoprobe count --strategy trap`, with probes on
+  (a) every function entry and every return of the program and of libc
+      (and of the library that does the program's work, for sqlite3);
+  (b) every instruction of the program's and libc's busiest small
+      functions (chosen from the counts of (a), so no list goes stale).
+Its exit status, stdout and stderr must be the same every time, and the
+counts of the two strategies must agree probe by probe: TRAP places one
+breakpoint per probe and counts each in the signal handler, AUTO counts in
+trampolines, so a JUMP that loses, duplicates or misroutes a hit shows as a
+difference.
+
+The runs are made without address-space randomisation, so that programs
+whose work depends on addresses (hash tables keyed by pointers) do the
+same work every time. A probe whose count still differs between two TRAP
+runs of the same program is left out of the comparison and reported.
+
+Output: `ok N - name` / `not ok N - name` lines, and `N passed, M failed`.
+Arguments: names of programs to run (default: all). Environment: NP_CLI
+(the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1).
+"""
+import ctypes
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+NANOPROBE = os.path.abspath(os.environ.get("NP_CLI") or
+                            os.path.join(ROOT, "build/tools/nanoprobe/nanoprobe"))
+SCALE = float(os.environ.get("NP_DIFF_SCALE", "1"))
+TIMEOUT = 600
+HOT_FUNCTIONS = 2          # per file, for the every-instruction runs
+HOT_MAX_BYTES = 400        # small enough to probe every instruction
+
+ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "NANOPROBE_AGENT")}
+ENV.update({"LC_ALL": "C", "DEBUGINFOD_URLS": "", "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+class Results:
+    def __init__(self):
+        self.n = self.passed = self.failed = 0
+
+    def check(self, cond, name, detail=""):
+        self.n += 1
+        if cond:
+            self.passed += 1
+            print(f"ok {self.n} - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}", flush=True)
+            for line in str(detail).rstrip().splitlines()[:40]:
+                print(f"#   {line}")
+        return bool(cond)
+
+    def skip(self, name, why):
+        self.n += 1
+        self.passed += 1
+        print(f"ok {self.n} - {name} # SKIP {why}", flush=True)
+
+
+R = Results()
+
+
+def note(msg):
+    print(f"# {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------
+# Inputs, generated the same way every time.
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima "
+         "mike november oscar papa quebec romeo sierra tango uniform victor").split()
+
+
+def make_inputs(d):
+    rnd = random.Random(4)
+    lines = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(2, 9))) +
+             f" {rnd.randint(0, 99999)}" for _ in range(int(3000 * SCALE))]
+    paths = {"text": os.path.join(d, "corpus.txt"), "blob": os.path.join(d, "blob.bin")}
+    with open(paths["text"], "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(paths["blob"], "wb") as f:
+        f.write(bytes(rnd.getrandbits(8) if i % 7 else 0x41 for i in range(int(200000 * SCALE))))
+    paths["sql"] = SQL.replace("ROWS", str(int(400 * SCALE)))
+    return paths
+
+
+PY_WORKLOAD = """
+import json
+rows = [{"id": i, "name": "item%d" % i, "tags": ["a", "b", str(i % 7)], "price": i * 1.25}
+        for i in range(ROWS)]
+for _ in range(4):
+    rows = json.loads(json.dumps(rows, sort_keys=True))
+print(len(rows), sum(r["price"] for r in rows), rows[-1]["name"])
+"""
+
+SQL = """
+CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ROWS)
+INSERT INTO t SELECT x, 'name' || (x * 7 % 101), x * 0.5 FROM c;
+CREATE INDEX tn ON t(name);
+SELECT name, count(*), sum(v) FROM t GROUP BY name ORDER BY name LIMIT 5;
+SELECT count(*) FROM t WHERE name LIKE 'name1%';
+UPDATE t SET v = v * 2 WHERE id % 3 = 0;
+SELECT printf('%.2f', sum(v)) FROM t;
+"""
+
+
+def real(path):
+    return os.path.realpath(path) if path and os.path.exists(path) else None
+
+
+def library_path(soname):
+    """The host's copy of a library, as the dynamic linker finds it."""
+    out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    found = [l.split("=>")[-1].strip() for l in out.splitlines()
+             if l.strip().startswith(soname + " ")]
+    native = [f for f in found if "x86-64" in f or "/x86_64-" in f or "/lib64" in f]
+    return real((native or found or [None])[0])
+
+
+def programs(inputs):
+    """name -> (argv, stdin bytes or None, extra files whose functions to probe)."""
+    py = real(shutil.which("python3", path="/usr/bin"))
+    rows = str(int(300 * SCALE))
+    return {
+        "sort": ([real("/usr/bin/sort"), "--parallel=1", "-S", "16M", "-k2", inputs["text"]],
+                 None, []),
+        "sha256sum": ([real("/usr/bin/sha256sum"), inputs["blob"], inputs["text"]], None, []),
+        "grep": ([real("/usr/bin/grep"), "-n", "-E", "(alpha|kilo) [a-z]+ [0-9]+7$",
+                  inputs["text"]], None, []),
+        "gzip": ([real("/usr/bin/gzip"), "-c", "-6", inputs["blob"]], None, []),
+        "python3": ([py, "-c", PY_WORKLOAD.replace("ROWS", rows)], None, []),
+        "sqlite3": ([real("/usr/bin/sqlite3"), ":memory:"], inputs["sql"].encode(),
+                    [library_path("libsqlite3.so.0")]),
+    }
+
+
+# --------------------------------------------------------------------------
+# Running
+
+def no_aslr():
+    """In the child, before exec: no address-space randomisation (the
+    personality is inherited by nanoprobe's program too)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.personality(0x0040000)  # ADDR_NO_RANDOMIZE
+
+
+def run(argv, stdin=None):
+    p = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=ENV, timeout=TIMEOUT, preexec_fn=no_aslr)
+    return p
+
+
+def probed(strategy, specs, argv, stdin, out):
+    cmd = [NANOPROBE, "count", "-j", "-o", out, "--strategy", strategy] + specs + ["--"] + argv
+    p = run(cmd, stdin)
+    counts, refused = {}, set()
+    try:
+        with open(out) as f:
+            for row in json.load(f)["counts"]:
+                key = f"{row['path']}:{row['probe']}"
+                counts[key] = row["count"]
+                if not row["placed"]:
+                    refused.add(key)
+    except (OSError, ValueError, KeyError):
+        pass
+    err_lines = p.stderr.decode(errors="replace").splitlines()
+    own = [l for l in err_lines if l.startswith("nanoprobe")]
+    program_err = "\n".join(l for l in err_lines if not l.startswith(("nanoprobe", "Tracing ")))
+    return p, counts, refused, own, program_err
+
+
+def same_outcome(label, plain, p, program_err):
+    detail = (f"status {p.returncode} (plain {plain.returncode})\n"
+              f"stderr:\n{p.stderr.decode(errors='replace')[-2000:]}")
+    ok = R.check(p.returncode == plain.returncode, f"{label}: same exit status", detail)
+    ok &= R.check(p.stdout == plain.stdout, f"{label}: same stdout",
+                  f"{len(p.stdout)} bytes, plain {len(plain.stdout)}")
+    ok &= R.check(program_err == plain.stderr.decode(errors="replace").rstrip("\n"),
+                  f"{label}: same stderr", program_err[-2000:])
+    return ok
+
+
+def losses(own):
+    """nanoprobe's own reports of hits it could not count."""
+    return [l for l in own if "not recorded" in l or "lost" in l or "corrupt" in l
+            or "never placed" in l or "killed" in l or "closed the connection" in l]
+
+
+# --------------------------------------------------------------------------
+# The comparison
+
+def differing(x, y, skip=()):
+    return {k for k in set(x) | set(y) if k not in skip and x.get(k) != y.get(k)}
+
+
+def one_run(label, strategy, specs, argv, stdin, plain, out, check=True):
+    p, counts, refused, own, perr = probed(strategy, specs, argv, stdin, out)
+    if check:
+        same_outcome(f"{label} {strategy}", plain, p, perr)
+        R.check(not losses(own), f"{label} {strategy}: nothing lost or refused at run time",
+                "\n".join(losses(own)))
+        if refused:
+            note(f"{label} {strategy}: {len(refused)} probes refused at attach: "
+                 + ", ".join(sorted(refused)[:6]))
+    return counts, refused
+
+
+def differential(label, specs, argv, stdin, plain, tmp):
+    """Plain vs AUTO vs TRAP. Where the counts differ, both run again: a
+    count that changes between two runs of one strategy depends on timing
+    (a lock contended by another thread), not on how probes are placed.
+    Returns the AUTO counts and (probes, compared, hits)."""
+    out = os.path.join(tmp, "counts.json")
+    auto, ra = one_run(label, "auto", specs, argv, stdin, plain, out)
+    trap, rt = one_run(label, "trap", specs, argv, stdin, plain, out)
+    refused = ra | rt  # by either: nothing to compare
+    diffs, unstable = differing(auto, trap, refused), set()
+    if diffs:
+        auto2, _ = one_run(label, "auto", specs, argv, stdin, plain, out, check=False)
+        trap2, _ = one_run(label, "trap", specs, argv, stdin, plain, out, check=False)
+        unstable = (differing(auto, auto2) | differing(trap, trap2)) & diffs
+        diffs -= unstable
+    compared = len((set(auto) | set(trap)) - refused - unstable)
+    hits = sum(v for k, v in trap.items() if k not in refused | unstable)
+    note(f"{label}: {compared} probes compared, {hits} hits each; "
+         f"{len(unstable)} changed between runs of one strategy: "
+         + ", ".join(sorted(k.rsplit("/", 1)[-1] for k in unstable)[:6]))
+    R.check(not diffs, f"{label}: AUTO and TRAP counts agree probe by probe",
+            "\n".join(f"{k}: auto {auto.get(k)} trap {trap.get(k)}" for k in sorted(diffs)[:30]))
+    R.check(len(unstable) * 200 <= len(auto), f"{label}: at most 0.5% of counts vary run to run",
+            "\n".join(sorted(unstable)[:30]))
+    R.check(hits > 0, f"{label}: the probes were hit", "no hits at all")
+    return auto, (len(auto), compared, hits)
+
+
+def hot_functions(counts, files):
+    """The busiest small functions of each file, by entry count."""
+    chosen = []
+    for path in files:
+        listing = subprocess.run([NANOPROBE, "list", "-j", path], capture_output=True,
+                                 text=True, env=ENV).stdout
+        size = {}
+        for line in listing.splitlines():
+            fn = json.loads(line)
+            size.setdefault(fn["name"], fn.get("size") or 0)
+        ranked = sorted(((n, k.rsplit(":", 1)[1]) for k, n in counts.items()
+                         if k.startswith(path + ":") and "%return" not in k and "+" not in k),
+                        reverse=True)
+        picked = [f for n, f in ranked
+                  if n > 0 and 0 < size.get(f, 0) <= HOT_MAX_BYTES][:HOT_FUNCTIONS]
+        chosen += [(path, f) for f in picked]
+    return chosen
+
+
+def instruction_specs(path, fn):
+    listing = subprocess.run([NANOPROBE, "list", "-j", path, fn], capture_output=True,
+                             text=True, env=ENV).stdout
+    specs = []
+    base = None
+    for line in listing.splitlines():
+        insn = json.loads(line)
+        if "addr" not in insn or "insn" not in insn:
+            continue
+        addr = int(insn["addr"], 16)
+        base = addr if base is None else base
+        specs.append(f"{path}:{fn}+{addr - base}" if addr != base else f"{path}:{fn}")
+    return specs
+
+
+def run_program(name, argv, stdin, extra, tmp):
+    R.check(all(argv[:1]) and os.access(argv[0], os.X_OK), f"{name}: {argv[0]} is installed")
+    files = [argv[0], real(library_path("libc.so.6"))] + [f for f in extra if f]
+    plain = run(argv, stdin)
+    R.check(plain.returncode == 0 and plain.stdout,
+            f"{name}: runs plainly", plain.stderr.decode(errors="replace")[-1000:])
+    specs = [s for f in files for s in (f"{f}:*", f"{f}:*%return")]
+    counts, fig_a = differential(f"{name} (a) every entry and return", specs, argv, stdin,
+                                 plain, tmp)
+    hot = hot_functions(counts, files[:2])
+    R.check(len(hot) > 0, f"{name}: busy small functions found for (b)", str(hot))
+    specs = [s for path, fn in hot for s in instruction_specs(path, fn)]
+    note(f"{name} (b): every instruction of " +
+         ", ".join(f"{os.path.basename(p)}:{f}" for p, f in hot) + f" ({len(specs)} probes)")
+    _, fig_b = differential(f"{name} (b) every instruction", specs, argv, stdin, plain, tmp)
+    note(f"{name}: figures placed/compared/hits (a) {fig_a} (b) {fig_b}")
+
+
+def main():
+    if not os.access(NANOPROBE, os.X_OK):
+        print(f"nanoprobe not found at {NANOPROBE}", file=sys.stderr)
+        return 2
+    wanted = sys.argv[1:]
+    with tempfile.TemporaryDirectory(prefix="np-diff-") as tmp:
+        inputs = make_inputs(tmp)
+        for name, (argv, stdin, extra) in programs(inputs).items():
+            if wanted and name not in wanted:
+                continue
+            if not argv[0]:
+                R.check(False, f"{name}: installed", "the Makefile's deps install it")
+                continue
+            run_program(name, argv, stdin, extra, tmp)
+    print(f"{R.passed} passed, {R.failed} failed")
+    return 1 if R.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
