@@ -37,6 +37,8 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from tap import Results  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 
@@ -67,37 +69,6 @@ ENV["LC_ALL"] = "C"
 
 # --------------------------------------------------------------------------
 # Results
-
-
-class Results:
-    def __init__(self):
-        self.n = self.passed = self.failed = 0
-        self.case = ""
-
-    def check(self, cond, name, detail=""):
-        self.n += 1
-        label = f"{self.case}: {name}" if self.case else name
-        if cond:
-            self.passed += 1
-            print(f"ok {self.n} - {label}", flush=True)
-        else:
-            self.failed += 1
-            print(f"not ok {self.n} - {label}", flush=True)
-            for line in str(detail).rstrip().splitlines()[:60]:
-                print(f"#   {line}")
-            sys.stdout.flush()
-        return bool(cond)
-
-    def eq(self, got, want, name, extra=""):
-        detail = f"expected: {want!r}\ngot:      {got!r}"
-        if extra:
-            detail += "\n" + str(extra)
-        return self.check(got == want, name, detail)
-
-    def skip(self, name, why):
-        self.n += 1
-        self.passed += 1
-        print(f"ok {self.n} - {self.case}: {name} # SKIP {why}", flush=True)
 
 
 R = Results()
@@ -1716,8 +1687,7 @@ def main():
             fn()
         except Exception:
             R.check(False, "ran to the end", traceback.format_exc())
-    print(f"{R.passed} passed, {R.failed} failed")
-    return 1 if R.failed else 0
+    return R.summary()
 
 
 if __name__ == "__main__":
