@@ -1,0 +1,2 @@
+#include "a64_test.h"
+TEST_MAIN()
