@@ -6,6 +6,8 @@ PREFIX   ?= /usr/local
 MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
             xz-utils libzydis-dev libelf-dev libdw-dev
+# arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
+DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
 
 .PHONY: all deps build check check-sanitize demo bench install clean
 
