@@ -311,7 +311,7 @@ static bool fmt_pair(struct text *t, uint32_t w)
 		put(t, "%c%u, %c%u, ", "sdq"[opc], rd(w), "sdq"[opc], a64_bits(w, 10, 5));
 	else
 		put(t, "%s, %s, ", reg(a, opc, rd(w), false), reg(b, opc, a64_bits(w, 10, 5), false));
-	mem_operand(t, w, a64_sbits(w, 15, 7) << scale, idx);
+	mem_operand(t, w, a64_sbits(w, 15, 7) * (1 << scale), idx);
 	return true;
 }
 
