@@ -16,13 +16,20 @@
  *     with the jump back to A + 4, and that copy runs: same registers,
  *     same landing, same stack;
  *   - when SIMULATED, simulate() runs on the register file and must give
- *     the same registers and the landing address as pc.
+ *     the same registers and the landing address as pc;
+ *   - the TRAP strategy for real: brk at A, one SIGTRAP, whose handler
+ *     either simulates the instruction on the ucontext or sends pc to an
+ *     out-of-line copy that jumps back; same registers, landing and stack,
+ *     exactly one signal per run, and the kernel reports the brk's own
+ *     address as pc (unlike x86-64's int3).
  *
  * x16 carries the landing number, so it is the one register not compared
  * (relocate.c may use it as scratch at a call anyway).
  */
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 
 #include "a64_test.h"
 
@@ -183,19 +190,102 @@ static void check_relocated(uint32_t w, const struct np_regs *in, const struct n
 	CHECK(memcmp(stack, stack_ref, sizeof(stack)) == 0);
 }
 
+static struct {
+	struct np_insn insn;
+	uint64_t slot; /* the out-of-line copy, or 0: simulate */
+	unsigned hits;
+	bool pc_at_brk;
+	int err;
+} trap;
+
+static void on_sigtrap(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct np_mem mem = {mem_read, mem_write, NULL};
+	struct np_regs r;
+
+	trap.hits++;
+	trap.pc_at_brk = uc->uc_mcontext.pc == trap.insn.pc;
+	if (trap.slot) {
+		uc->uc_mcontext.pc = trap.slot;
+		return;
+	}
+	for (int i = 0; i < 31; i++)
+		r.gpr[i] = uc->uc_mcontext.regs[i];
+	r.gpr[31] = uc->uc_mcontext.sp;
+	r.pc = uc->uc_mcontext.pc;
+	r.flags = uc->uc_mcontext.pstate;
+	trap.err = ISA->simulate(&trap.insn, &r, &mem);
+	for (int i = 0; i < 31; i++)
+		uc->uc_mcontext.regs[i] = r.gpr[i];
+	uc->uc_mcontext.sp = r.gpr[31];
+	uc->uc_mcontext.pc = r.pc;
+	uc->uc_mcontext.pstate = r.flags;
+}
+
+/* The handler runs on its own stack: the guest stack is 4 KiB, less than
+ * an arm64 signal frame. */
+static void trap_setup(void)
+{
+	static uint8_t alt[64 * 1024];
+	stack_t ss = {.ss_sp = alt, .ss_size = sizeof(alt)};
+	struct sigaction sa = {.sa_sigaction = on_sigtrap, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+
+	CHECK_EQ(sigaltstack(&ss, NULL), 0);
+	CHECK_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+}
+
+static void check_trapped(uint32_t w, const struct np_regs *in, const struct np_regs *ref,
+			  bool out_of_line)
+{
+	uint8_t src[4], brk[4];
+	uint64_t slot = A + 2 * MIB;
+	struct np_reloc rl = {src, 4, A, (uint8_t *)(uintptr_t)slot, 256, slot, A + 4};
+	struct np_regs got;
+
+	a64_le(src, w);
+	CHECK_EQ(ISA->decode(src, 4, A, &trap.insn), 0);
+	if (!out_of_line && trap.insn.cls != NP_INSN_SIMULATED)
+		return;
+	trap.slot = 0;
+	if (out_of_line) {
+		int n = ISA->relocate(&rl);
+
+		CHECK(n > 0);
+		__builtin___clear_cache((char *)(uintptr_t)slot, (char *)(uintptr_t)slot + 256);
+		trap.slot = slot;
+	}
+	trap.hits = 0;
+	trap.err = 0;
+	ISA->emit_trap(brk);
+	put_word(A, a64_at(brk));
+	got = run(in, A);
+	put_word(A, w);
+	CHECK_EQ(trap.hits, 1);
+	CHECK(trap.pc_at_brk);
+	CHECK_EQ(trap.err, 0);
+	CHECK_EQ(got.gpr[16], ref->gpr[16]);
+	compare(&got, ref, w, out_of_line ? "trapped, out of line" : "trapped, simulated");
+	CHECK(memcmp(stack, stack_ref, sizeof(stack)) == 0);
+}
+
 static const int64_t distances[] = {4096, -8192, 2 * (int64_t)MIB, -40 * (int64_t)MIB,
 				    100 * (int64_t)MIB};
 
 static void check(uint32_t w)
 {
-	if (!arena)
+	if (!arena) {
 		setup();
+		trap_setup();
+	}
 	put_word(A, w);
 	for (unsigned seed = 0; seed < 8; seed++) {
 		struct np_regs in = inputs(seed), ref = run(&in, A);
 
 		memcpy(stack_ref, stack, sizeof(stack));
 		check_simulated(w, &in, &ref);
+		check_trapped(w, &in, &ref, false);
+		check_trapped(w, &in, &ref, true);
 		for (size_t i = 0; i < sizeof(distances) / sizeof(distances[0]); i++)
 			check_relocated(w, &in, &ref, distances[i]);
 	}
