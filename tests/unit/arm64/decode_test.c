@@ -38,9 +38,12 @@ TEST(every_vector_has_its_class_flags_and_target)
 	}
 }
 
+/* each one `.inst ... ; undefined` for aarch64-linux-gnu-objdump */
 TEST(unallocated_groups_and_the_missing_literal_load_are_eilseq)
 {
-	const uint32_t bad[] = {0x02000000, 0x06000000, 0xe3ffffff, 0xdc000000, 0xdcffffff};
+	const uint32_t bad[] = {0x02000000, 0x06000000, 0xe3ffffff, 0xdc000000, 0xdcffffff,
+				0x55000000, 0x57ffffff, 0x76000000, 0xf4000000, 0xf7ffffff,
+				0xd6000000, 0xd7ffffff, 0xd65f0001, 0xd61f0800, 0xd6df03e0};
 	struct np_insn in;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
