@@ -10,7 +10,7 @@
  * one of the landing stubs native_test.c writes, `movz x16, #k; b
  * np_a64_exit`, which stores the whole register file, with the landing
  * number k in x16, into np_a64_out and returns to the caller of
- * np_a64_run. np_regs layout: gpr[32] at 0 (sp at 248), pc at 256, flags
+ * np_a64_run, and q0..q7 (zeroed at the start) into np_a64_out_q. np_regs layout: gpr[32] at 0 (sp at 248), pc at 256, flags
  * at 264 (arch.h).
  */
 	.text
@@ -33,6 +33,14 @@ np_a64_run:
 	stp	d10, d11, [x9, #128]
 	stp	d12, d13, [x9, #144]
 	stp	d14, d15, [x9, #160]
+	movi	v0.16b, #0
+	movi	v1.16b, #0
+	movi	v2.16b, #0
+	movi	v3.16b, #0
+	movi	v4.16b, #0
+	movi	v5.16b, #0
+	movi	v6.16b, #0
+	movi	v7.16b, #0
 	ldr	x10, [x0, #264]
 	msr	nzcv, x10
 	ldr	x10, [x0, #248]
@@ -84,6 +92,12 @@ np_a64_exit:
 	str	x0, [x17, #136]
 	mov	x0, sp
 	str	x0, [x17, #248]
+	adrp	x0, np_a64_out_q
+	add	x0, x0, :lo12:np_a64_out_q
+	stp	q0, q1, [x0, #0]
+	stp	q2, q3, [x0, #32]
+	stp	q4, q5, [x0, #64]
+	stp	q6, q7, [x0, #96]
 	adrp	x9, host_save
 	add	x9, x9, :lo12:host_save
 	ldp	x19, x20, [x9, #0]
@@ -108,4 +122,7 @@ host_save:
 	.global np_a64_out
 np_a64_out:
 	.skip	272
+	.global np_a64_out_q
+np_a64_out_q:
+	.skip	128
 	.section .note.GNU-stack,"",%progbits

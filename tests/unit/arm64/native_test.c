@@ -14,7 +14,8 @@
  *   - the instruction runs at A: the reference;
  *   - relocate() copies it to A + d (d from 4 KiB to 100 MiB, both ways)
  *     with the jump back to A + 4, and that copy runs: same registers,
- *     same landing, same stack;
+ *     q0..q7, landing and stack; b and bl also 300 MiB away, through the
+ *     x16 veneer;
  *   - when SIMULATED, simulate() runs on the register file and must give
  *     the same registers and the landing address as pc;
  *   - the TRAP strategy for real: brk at A, one SIGTRAP, whose handler
@@ -34,11 +35,12 @@
 #include "a64_test.h"
 
 #define MIB        (1ull << 20)
-#define ARENA      (256 * MIB)
+#define ARENA      (512 * MIB)
 #define WINDOW     256 /* words on each side of A */
 #define STACK_SIZE 4096
 
 extern struct np_regs np_a64_out; /* native_run.S */
+extern uint8_t np_a64_out_q[128]; /* q0..q7 */
 void np_a64_run(const struct np_regs *in, uint64_t code);
 void np_a64_exit(void);
 
@@ -46,6 +48,7 @@ static uint8_t *arena;
 static uint64_t A, stubs;
 static uint8_t stack[STACK_SIZE] __attribute__((aligned(16)));
 static uint8_t stack_ref[STACK_SIZE];
+static uint8_t q_ref[128];
 
 static void put_word(uint64_t at, uint32_t w)
 {
@@ -171,10 +174,10 @@ static void check_simulated(uint32_t w, const struct np_regs *in, const struct n
 }
 
 static void check_relocated(uint32_t w, const struct np_regs *in, const struct np_regs *ref,
-			    int64_t d)
+			    int64_t d, uint64_t resume)
 {
 	uint8_t src[4], *dst = (uint8_t *)(uintptr_t)(A + (uint64_t)d);
-	struct np_reloc rl = {src, 4, A, dst, 256, A + (uint64_t)d, A + 4};
+	struct np_reloc rl = {src, 4, A, dst, 256, A + (uint64_t)d, resume};
 	struct np_regs got;
 	int n;
 
@@ -188,6 +191,7 @@ static void check_relocated(uint32_t w, const struct np_regs *in, const struct n
 	CHECK_EQ(got.gpr[16], ref->gpr[16]);
 	compare(&got, ref, w, "relocated");
 	CHECK(memcmp(stack, stack_ref, sizeof(stack)) == 0);
+	CHECK(memcmp(np_a64_out_q, q_ref, sizeof(q_ref)) == 0);
 }
 
 static struct {
@@ -267,6 +271,7 @@ static void check_trapped(uint32_t w, const struct np_regs *in, const struct np_
 	CHECK_EQ(got.gpr[16], ref->gpr[16]);
 	compare(&got, ref, w, out_of_line ? "trapped, out of line" : "trapped, simulated");
 	CHECK(memcmp(stack, stack_ref, sizeof(stack)) == 0);
+	CHECK(memcmp(np_a64_out_q, q_ref, sizeof(q_ref)) == 0);
 }
 
 static const int64_t distances[] = {4096, -8192, 2 * (int64_t)MIB, -40 * (int64_t)MIB,
@@ -283,11 +288,15 @@ static void check(uint32_t w)
 		struct np_regs in = inputs(seed), ref = run(&in, A);
 
 		memcpy(stack_ref, stack, sizeof(stack));
+		memcpy(q_ref, np_a64_out_q, sizeof(q_ref));
 		check_simulated(w, &in, &ref);
 		check_trapped(w, &in, &ref, false);
 		check_trapped(w, &in, &ref, true);
 		for (size_t i = 0; i < sizeof(distances) / sizeof(distances[0]); i++)
-			check_relocated(w, &in, &ref, distances[i]);
+			check_relocated(w, &in, &ref, distances[i], A + 4);
+		/* beyond b's reach: the x16 veneer, for forms that never fall through */
+		if ((w & 0x7c000000u) == 0x14000000u)
+			check_relocated(w, &in, &ref, 300 * (int64_t)MIB, 0);
 	}
 	put_word(A, b_to(A, stubs + 8 * WINDOW));
 }
@@ -335,6 +344,9 @@ TEST(pc_relative_data_reads_the_same_addresses)
 	check(0x580000c2); /* ldr x2, .+0x18 */
 	check(0x18ffff44); /* ldr w4, .-0x18 */
 	check(0x98000046); /* ldrsw x6, .+8 */
+	check(0x9c000085); /* ldr q5, .+0x10: through x16 saved on the stack */
+	check(0x5cffff83); /* ldr d3, .-0x10 */
+	check(0x1c000041); /* ldr s1, .+8 */
 	check(0xd8000080); /* prfm pldl1keep, .+0x10 */
 }
 
