@@ -7,6 +7,8 @@ MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
             xz-utils libzydis-dev libelf-dev libdw-dev \
             coreutils grep gzip sqlite3
+# arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
+DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
 
 .PHONY: all deps build check check-sanitize demo bench install clean
 

@@ -64,7 +64,8 @@ struct np_insn {
 struct np_regs {
 	uint64_t gpr[NP_NGPR]; /* offset 0 */
 	uint64_t pc;           /* offset 256 */
-	uint64_t flags;        /* offset 264: x86 rflags; unused elsewhere */
+	uint64_t flags;        /* offset 264: x86 rflags; arm64 PSTATE (NZCV in
+				* bits 31..28); unused elsewhere */
 };
 #define NP_REGS_PC_OFF 256
 #define NP_REGS_FLAGS_OFF 264
@@ -138,5 +139,6 @@ struct np_isa {
 };
 
 extern const struct np_isa np_isa_x86_64;
+extern const struct np_isa np_isa_arm64;
 
 #endif /* NP_ARCH_H */

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The arm64 contract: sizes, hooks and the AAPCS64 calling convention.
+ * Registers are x0..x30 at their own numbers and sp at 31, which is also
+ * the index into np_regs.gpr; np_regs.flags holds PSTATE (NZCV in bits
+ * 31..28).
+ */
+#include "arch/arm64/internal.h"
+
+/* x0..x7 */
+static const uint8_t a64_arg_regs[] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+static const char *const a64_reg_names[NP_NGPR] = {
+	"x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",  "x9",  "x10",
+	"x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21",
+	"x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",
+};
+
+const struct np_isa np_isa_arm64 = {
+	.name = "arm64",
+	.jump_len = 4,               /* b imm26 */
+	.trap_len = 4,               /* brk #0x6e70 */
+	.max_insn = 4,
+	.insn_align = 4,
+	.jump_reach = (1u << 27) - 4, /* +-128 MiB, less the last word */
+	.decode = a64_decode,
+	.format = a64_format,
+	.relocate = a64_relocate,
+	.simulate = a64_simulate,
+	.emit_jump = a64_emit_jump,
+	.emit_trap = a64_emit_trap,
+	.emit_jump_any = a64_emit_jump_any,
+	.branch_targets = a64_branch_targets,
+	.vector_state_used = a64_vector_state_used,
+	.nargs_reg = sizeof(a64_arg_regs),
+	.arg_regs = a64_arg_regs,
+	.ret_reg = 0,  /* x0 */
+	.sp_reg = 31,  /* sp */
+	.reg_names = a64_reg_names,
+};

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "a64_test.h"
+
+void a64_le(uint8_t *p, uint32_t w)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(w >> (8 * i));
+}
+
+uint32_t a64_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int fake_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	struct fake_mem *m = cookie;
+
+	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
+	    len > sizeof(m->buf) - (addr - m->base))
+		return -EFAULT;
+	memcpy(dst, m->buf + (addr - m->base), len);
+	return 0;
+}
+
+static int fake_write(void *cookie, uint64_t addr, const void *src, size_t len)
+{
+	struct fake_mem *m = cookie;
+
+	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
+	    len > sizeof(m->buf) - (addr - m->base))
+		return -EFAULT;
+	memcpy(m->buf + (addr - m->base), src, len);
+	return 0;
+}
+
+void fake_mem_init(struct fake_mem *m, uint64_t base)
+{
+	memset(m, 0, sizeof(*m));
+	m->base = base;
+}
+
+struct np_mem fake_mem_ops(struct fake_mem *m)
+{
+	return (struct np_mem){fake_read, fake_write, m};
+}
+
+void fake_put64(struct fake_mem *m, uint64_t addr, uint64_t v)
+{
+	CHECK(fake_write(m, addr, &v, 8) == 0);
+}
+
+void fake_put32(struct fake_mem *m, uint64_t addr, uint32_t v)
+{
+	CHECK(fake_write(m, addr, &v, 4) == 0);
+}
+
+uint64_t fake_get64(const struct fake_mem *m, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	CHECK(fake_read((void *)m, addr, &v, 8) == 0);
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct targets {
+	uint64_t v[64];
+	size_t n;
+};
+
+static void add(struct targets *t, uint64_t v)
+{
+	if (t->n < sizeof(t->v) / sizeof(t->v[0]))
+		t->v[t->n++] = v;
+}
+
+static void original_targets(const uint32_t *src, size_t n, uint64_t pc, struct targets *t)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b[4];
+		struct np_insn in;
+
+		a64_le(b, src[i]);
+		if (ISA->decode(b, 4, pc + 4 * i, &in))
+			return;
+		if (in.flags & NP_INSN_CALL) /* the link is an address too */
+			add(t, pc + 4 * i + 4);
+		if (in.flags & (NP_INSN_BRANCH | NP_INSN_PCREL))
+			add(t, in.target);
+	}
+}
+
+static bool is_ldr_lit8(uint32_t w) /* ldr Xd, .+8 */
+{
+	return (w & 0xffffffe0u) == 0x58000040u;
+}
+
+/* The sequences that stand for one address, and how many words they take
+ * (0: none here). adrp+add counts only when add completes the adrp. */
+static size_t address_form(const uint8_t *out, size_t words, size_t i, uint64_t pc, uint64_t *to)
+{
+	uint32_t w = a64_at(out + 4 * i);
+	struct np_insn in;
+
+	if (is_ldr_lit8(w) && i + 4 <= words) {
+		memcpy(to, out + 4 * i + 8, 8);
+		return 4;
+	}
+	if ((w & 0x9f000000u) == 0x90000000u && i + 1 < words) {
+		uint32_t a = a64_at(out + 4 * i + 4);
+		unsigned rd = w & 31;
+
+		if ((a & 0xffc003ffu) == (0x91000000u | rd << 5 | rd)) {
+			CHECK(ISA->decode(out + 4 * i, 4, pc, &in) == 0);
+			*to = in.target + ((a >> 10) & 0xfff);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void output_targets(const uint8_t *out, size_t len, uint64_t pc, struct targets *t)
+{
+	size_t words = len / 4;
+
+	for (size_t i = 0; i < words;) {
+		struct np_insn in;
+		uint64_t to;
+		size_t k = address_form(out, words, i, pc + 4 * i, &to);
+
+		if (k) {
+			add(t, to);
+			i += k;
+			continue;
+		}
+		if (ISA->decode(out + 4 * i, len - 4 * i, pc + 4 * i, &in)) {
+			CHECK(!"relocated output decodes");
+			return;
+		}
+		if ((in.flags & (NP_INSN_BRANCH | NP_INSN_PCREL)) &&
+		    (in.target < pc || in.target > pc + len))
+			add(t, in.target);
+		i++;
+	}
+}
+
+int a64_roundtrip(const uint32_t *src, size_t n, uint64_t src_pc, uint64_t dst_pc,
+		  uint64_t resume_pc, uint32_t *out, size_t out_cap)
+{
+	uint8_t in[256], buf[512];
+	struct np_reloc r = {in, 4 * n, src_pc, buf, sizeof(buf), dst_pc, resume_pc};
+	struct targets want = {0}, got = {0};
+	int len;
+
+	for (size_t i = 0; i < n && i < 64; i++)
+		a64_le(in + 4 * i, src[i]);
+	len = ISA->relocate(&r);
+	if (len < 0)
+		return len;
+	CHECK_EQ(len % 4, 0);
+	original_targets(src, n, src_pc, &want);
+	if (resume_pc)
+		add(&want, resume_pc);
+	output_targets(buf, (size_t)len, dst_pc, &got);
+	CHECK_EQ(got.n, want.n);
+	for (size_t i = 0; i < want.n && i < got.n; i++)
+		CHECK_EQ(got.v[i], want.v[i]);
+	for (size_t i = 0; out && i < (size_t)len / 4 && i < out_cap; i++)
+		out[i] = a64_at(buf + 4 * i);
+	return len;
+}

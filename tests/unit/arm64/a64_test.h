@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared pieces of the arm64 unit tests: the instruction vector table
+ * (vectors.c), a fake memory standing for a small address range, and the
+ * relocation round-trip check. They run on every host.
+ */
+#ifndef NP_TESTS_ARM64_H
+#define NP_TESTS_ARM64_H
+
+#include "arch/arch.h"
+#include "test.h"
+
+#define ISA (&np_isa_arm64)
+#define PC  0x401000ull /* where each vector of a64_vectors[] is decoded */
+
+/* One instruction word, the text format() prints at PC (checked against
+ * aarch64-linux-gnu-objdump, see format_test.c), class, flags, target. */
+struct a64_vec {
+	uint32_t w;
+	const char *text;
+	uint8_t cls;
+	uint32_t flags;
+	uint64_t target;
+};
+
+extern const struct a64_vec a64_vectors[];
+extern const size_t a64_nvectors;
+
+/* Little-endian words in and out of byte buffers. */
+void a64_le(uint8_t *p, uint32_t w);
+uint32_t a64_at(const uint8_t *p);
+
+/* A fake memory: buf stands for [base, base + sizeof(buf)). */
+struct fake_mem {
+	uint64_t base;
+	uint8_t buf[4096];
+};
+
+void fake_mem_init(struct fake_mem *m, uint64_t base);
+struct np_mem fake_mem_ops(struct fake_mem *m);
+void fake_put64(struct fake_mem *m, uint64_t addr, uint64_t v);
+uint64_t fake_get64(const struct fake_mem *m, uint64_t addr);
+void fake_put32(struct fake_mem *m, uint64_t addr, uint32_t v);
+
+/*
+ * Relocate the words src[0..n) (at src_pc) to dst_pc with a jump back to
+ * resume_pc, then decode the output and CHECK that it reaches, in order,
+ * every branch target and pc-relative address of the original, plus
+ * resume_pc, and nothing else outside itself. The sequences relocate.c
+ * emits for far addresses count as what they compute: `adrp Xd; add Xd,
+ * Xd, #lo` as one address, `ldr X, .+8; br X|b .+12; .quad A` as A.
+ * Returns relocate()'s result (bytes); out receives the words.
+ */
+int a64_roundtrip(const uint32_t *src, size_t n, uint64_t src_pc, uint64_t dst_pc,
+		  uint64_t resume_pc, uint32_t *out, size_t out_cap);
+
+#endif
