@@ -390,19 +390,22 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 		const struct session_ops *ops, struct totals *t)
 {
 	char name[64], err[512];
-	if (totals_init(t, set->n))
+	if (totals_init(t, set->n)) {
+		totals_free(t);
 		return fail(o, "out of memory");
-	int lfd = listen_abstract(name, sizeof(name));
-	if (lfd < 0)
-		return fail(o, "cannot open the control socket");
-	catch_stop_signals();
-	int rc = start_target(o, name, err, sizeof(err));
-	if (rc) {
-		close(lfd);
-		return fail(o, err);
 	}
-	rc = run_sessions(o, lfd, set, ops, t);
-	close(lfd);
+	int lfd = listen_abstract(name, sizeof(name));
+	int rc = lfd < 0 ? fail(o, "cannot open the control socket") : 0;
+	if (!rc) {
+		catch_stop_signals();
+		rc = start_target(o, name, err, sizeof(err)) ? fail(o, err) : 0;
+	}
+	if (!rc)
+		rc = run_sessions(o, lfd, set, ops, t);
+	if (lfd >= 0)
+		close(lfd);
+	if (rc)
+		totals_free(t); /* the caller frees them only after a session ran */
 	return rc;
 }
 
