@@ -175,6 +175,9 @@ struct np_isa {
 				  * convention: caller-saved, not arguments,
 				  * less the ISA's known exceptions */
 	uint64_t scratch_ok;     /* registers that may ever serve as scratch */
+	uint64_t millicode_link; /* a call linking through one of these is
+				  * millicode, which keeps no convention
+				  * (riscv t0: __riscv_save_N) */
 };
 
 extern const struct np_isa np_isa_x86_64;

@@ -85,11 +85,11 @@ static void add_uses(const struct np_isa *isa, const uint8_t *p, size_t avail,
 	in->written = in->own = u.written;
 	if (!(in->flags & NP_INSN_CALL))
 		return;
-	if ((u.written & isa->call_clobbered) == 0 || (u.written & ~isa->call_clobbered)) {
-		in->read = ALL; /* links through a register no convention names */
+	if (u.written & isa->millicode_link) {
+		in->read = ALL; /* millicode: no convention holds */
 		return;
 	}
-	in->read |= isa->call_clobbered & ~isa->entry_dead;
+	in->read |= isa->call_clobbered & ~isa->entry_dead & ~u.written;
 	in->written |= isa->call_clobbered;
 }
 

@@ -105,6 +105,7 @@ const struct rv_opcode rv_opcodes[] = {
 	{"jr", "s", M_I | RD | IMM, I(RV_OP_JALR, 0), 0},
 	{"jr", "j(s)", M_I | RD, I(RV_OP_JALR, 0), 0},
 	{"jalr", "s", M_I | RD | IMM, I(RV_OP_JALR, 0) | 1u << 7, 0},
+	{"jalr", "j(s)", M_I | RD, I(RV_OP_JALR, 0) | 1u << 7, 0},
 	{"jalr", "d,s", M_I | IMM, I(RV_OP_JALR, 0), 0},
 	{"jalr", "d,j(s)", M_I, I(RV_OP_JALR, 0), 0},
 	{"beqz", "s,p", M_I | RS2, I(RV_OP_BRANCH, 0), 0},

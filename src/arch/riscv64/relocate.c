@@ -58,8 +58,8 @@ static int reloc_jalr(struct rv_out *o, const struct rv_insn *in, uint64_t pc, u
 	int64_t imm = rv_imm_i(in->x);
 	int s, err;
 
-	if (rd == RV_ZERO)
-		return rv_out_u32(o, in->x);
+	if (rd == RV_ZERO) /* jr, c.jr, ret: nothing depends on the pc */
+		return in->len == 2 ? rv_out_u16(o, in->c) : rv_out_u32(o, in->x);
 	if (rd != rs1) {
 		err = rv_out_addr(o, rd, pc + in->len);
 		return err ? err : rv_out_u32(o, rv_enc_i(RV_OP_JALR, 0, RV_ZERO, rs1, imm));

@@ -8,8 +8,9 @@
  * return (`jr a5` after a table load, a tail call through a register)
  * may land anywhere; each one is counted as unresolved, and the core then
  * displaces no more than the first instruction. Words that are not
- * RV64GC (data, or another extension) are skipped a parcel at a time;
- * each run of them counts as one unresolved jump, since it may hide one.
+ * RV64GC (data, or another extension) are skipped by the length their
+ * low bits give; each run of them counts as one unresolved jump, since
+ * it may hide one.
  */
 #include <errno.h>
 
@@ -28,10 +29,10 @@ int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct
 
 		if (err == -ENODATA)
 			break;
-		if (err) {
+		if (err) { /* the low bits still give the length */
 			unresolved += !in_bad;
 			in_bad = true;
-			off += 2;
+			off += (code[off] & 3) == 3 && (code[off] & 0x1f) != 0x1f ? 4 : 2;
 			continue;
 		}
 		in_bad = false;
