@@ -6,6 +6,10 @@ PREFIX   ?= /usr/local
 MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
             xz-utils libzydis-dev libelf-dev libdw-dev
+# riscv64 (issue 7): cross binutils/gcc for the unit vectors and the analyze
+# fixture, the Debian cross libcs that analyze is checked on, qemu-user.
+DEB_PKGS += binutils-riscv64-linux-gnu gcc-riscv64-linux-gnu libc6-riscv64-cross \
+            libc6-arm64-cross qemu-user
 
 .PHONY: all deps build check check-sanitize demo bench install clean
 
