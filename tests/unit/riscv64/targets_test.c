@@ -58,4 +58,76 @@ TEST(undecodable_runs_count_once_each)
 	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 2);
 }
 
+/* The switch table GCC emits for PIC code, assembled and linked at FN by
+ * riscv64-linux-gnu-as/ld: four int32 entries relative to the table. */
+static const uint8_t switch_fn[] = {
+	0x8d, 0x47,             /* li    a5,3 */
+	0x63, 0xe1, 0xa7, 0x02, /* bltu  a5,a0,0x10024 */
+	0x17, 0x07, 0x00, 0x00, /* auipc a4,0x0 */
+	0x13, 0x07, 0x27, 0x02, /* add   a4,a4,34: the table, 0x10028 */
+	0x0a, 0x05,             /* sll   a0,a0,0x2 */
+	0x3a, 0x95,             /* add   a0,a0,a4 */
+	0x1c, 0x41,             /* lw    a5,0(a0) */
+	0xba, 0x97,             /* add   a5,a5,a4 */
+	0x82, 0x87,             /* jr    a5 */
+	0x05, 0x45, 0x82, 0x80, /* L0: li a0,1 ; ret */
+	0x09, 0x45, 0x82, 0x80, /* L1: li a0,2 ; ret */
+	0x0d, 0x45, 0x82, 0x80, /* L2: li a0,3 ; ret */
+	0x01, 0x45, 0x82, 0x80, /* default: li a0,0 ; ret */
+	0xf0, 0xff, 0xff, 0xff, 0xf4, 0xff, 0xff, 0xff, /* L0-tbl, L1-tbl */
+	0xf8, 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, /* L2-tbl, L0-tbl */
+};
+
+static bool seen(const struct seen *s, uint64_t t)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i] == t)
+			return true;
+	return false;
+}
+
+TEST(a_pic_switch_table_is_resolved_to_its_entries)
+{
+	struct fake_mem m;
+	struct np_mem mem;
+	struct seen s = {.n = 0};
+
+	fake_mem_init(&m, FN);
+	memcpy(m.buf, switch_fn, sizeof(switch_fn));
+	mem = fake_mem_ops(&m);
+	CHECK_EQ(ISA->branch_targets(switch_fn, 0x28, FN, &mem, found, &s), 0);
+	CHECK(seen(&s, FN + 0x24)); /* the bound's default */
+	CHECK(seen(&s, FN + 0x18));
+	CHECK(seen(&s, FN + 0x1c));
+	CHECK(seen(&s, FN + 0x20));
+	CHECK_EQ(s.n, 1 + 4);
+}
+
+TEST(a_switch_table_without_its_bound_check_is_unresolved)
+{
+	uint8_t code[sizeof(switch_fn)];
+	struct fake_mem m;
+	struct np_mem mem;
+	struct seen s = {.n = 0};
+
+	memcpy(code, switch_fn, sizeof(code));
+	code[0] = 0x01; /* li a5,3 -> nop: the bound is unknown */
+	code[1] = 0x00;
+	fake_mem_init(&m, FN);
+	memcpy(m.buf, code, sizeof(code));
+	mem = fake_mem_ops(&m);
+	CHECK_EQ(ISA->branch_targets(code, 0x28, FN, &mem, found, &s), 1);
+}
+
+TEST(a_switch_table_that_cannot_be_read_is_unresolved)
+{
+	struct seen s = {.n = 0};
+	struct fake_mem m;
+	struct np_mem mem;
+
+	fake_mem_init(&m, FN + 0x100000); /* the table is not there */
+	mem = fake_mem_ops(&m);
+	CHECK_EQ(ISA->branch_targets(switch_fn, 0x28, FN, &mem, found, &s), 1);
+}
+
 TEST_MAIN()
