@@ -289,7 +289,7 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 	if (regs) {
 		printf("  %-38s %9zu %7.1f%%   68.3%%\n", "one free register at the site", st->one_free,
 		       pct(st->one_free, st->sites));
-		printf("  %-38s %9zu %7.1f%%   51%%\n", "free registers both ways (auipc+jalr)",
+		printf("  %-38s %9zu %7.1f%%   51%%\n", "free registers both ways (8-byte patch)",
 		       st->both_free, pct(st->both_free, st->sites));
 	}
 	printf("  %-38s %9zu %7.1f%%\n", "trap-free (JUMP)", st->kind[AN_JUMP],
