@@ -82,6 +82,8 @@ def check_shape(path, sites, summary, arch, regs):
         check(c.get("one_free_register") == sum(bool(s["free"]) for s in sites),
               "one free register")
         check(c.get("free_both_ways") <= c.get("one_free_register"), "both ways <= one")
+        check(c.get("one_free_register_liveness") <= c.get("one_free_register"),
+              "the entry convention only adds free registers")
     check(len(sites) > 0, f"{path}: sites analysed")
 
 

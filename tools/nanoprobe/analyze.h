@@ -41,7 +41,8 @@ struct an_func {
 	uint64_t *targets;
 	size_t ntargets, cap;
 	int unresolved;
-	struct np_freereg fr;
+	struct np_freereg fr;    /* liveness and the entry convention */
+	struct np_freereg plain; /* liveness alone, as the paper's scan */
 	bool have_fr;
 };
 
@@ -52,6 +53,7 @@ struct an_site {
 	const char *form;  /* JUMP's form: "jal", "auipc+jalr", "jmp rel32" */
 	uint64_t free_in;  /* registers free at the site */
 	uint64_t free_back; /* free where the jump back lands */
+	uint64_t free_plain; /* free at the site by liveness alone */
 	char why[160];     /* why not JUMP (for TRAP), or why REJECTED */
 };
 

@@ -60,6 +60,8 @@ int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_la
 	if (isa->reg_use) {
 		int err = np_freereg_analyse(isa, code, end - start, start, NP_FREEREG_ENTRY, &f->fr);
 
+		if (!err && (err = np_freereg_analyse(isa, code, end - start, start, 0, &f->plain)))
+			np_freereg_release(&f->fr);
 		if (err == -ENOMEM)
 			return err;
 		f->have_fr = err == 0;
@@ -70,8 +72,10 @@ int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_la
 void an_func_free(struct an_func *f)
 {
 	free(f->targets);
-	if (f->have_fr)
+	if (f->have_fr) {
 		np_freereg_release(&f->fr);
+		np_freereg_release(&f->plain);
+	}
 }
 
 static int decode_at(const struct an_func *f, uint64_t pc, struct np_insn *in)
@@ -292,6 +296,7 @@ void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
 	}
 	s->len = in.len;
 	s->free_in = free_at(f, pc);
+	s->free_plain = f->have_fr ? np_freereg_at(&f->plain, pc) : 0;
 	s->free_back = free_at(f, boundary_after(f, pc, LONG_JUMP_LEN));
 	if (in.cls == NP_INSN_REJECTED) {
 		why_not(s, "%s", in.reason);
