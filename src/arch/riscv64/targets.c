@@ -20,6 +20,11 @@
  *       add   rJ, rE, rT          (either order; rT may be a copy)
  *       jr    rJ
  *
+ * An indirect jump that follows, in the same straight-line code, the
+ * release of the stack frame (addi sp, sp, N > 0) is a tail call through
+ * a register: code of this function would still need its frame, so the
+ * jump leaves it, and it is resolved with no target.
+ *
  * Entries are int32 offsets from TABLE, read through np_mem; the bound
  * gives their number. The bound may test rI or its sext.w copy: either
  * way an index that passes is in [0, N) and so is its zero extension. Each value is followed back through the
@@ -203,6 +208,22 @@ static struct table match_table(const struct scan *s, unsigned rj)
 	return (struct table){0, 0};
 }
 
+/* Is the jr at the newest ring slot preceded, in straight-line code, by
+ * the release of the frame? */
+static bool after_frame_release(const struct scan *s)
+{
+	for (int i = (int)s->n - 2; i >= 0; i--) {
+		uint32_t x = word_at(s, (unsigned)i);
+		unsigned op = rv_opcode(x);
+
+		if (op == RV_OP_JAL || op == RV_OP_JALR || op == RV_OP_BRANCH)
+			return false;
+		if ((x & 0x000fffffu) == 0x00010113u) /* addi sp, sp, imm */
+			return rv_imm_i(x) > 0;
+	}
+	return false;
+}
+
 static bool report_table(const struct table *t, const struct np_mem *mem,
 			 void (*found)(void *cookie, uint64_t target), void *cookie)
 {
@@ -255,7 +276,7 @@ int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct
 		} else if ((in.flags & NP_INSN_INDIRECT) && !(in.flags & NP_INSN_CALL)) {
 			struct table t = match_table(&s, rv_rs1(word_at(&s, s.n - 1)));
 
-			unresolved += !report_table(&t, mem, found, cookie);
+			unresolved += !report_table(&t, mem, found, cookie) && !after_frame_release(&s);
 		}
 		off += in.len;
 	}

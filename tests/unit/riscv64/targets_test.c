@@ -58,6 +58,31 @@ TEST(undecodable_runs_count_once_each)
 	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 2);
 }
 
+TEST(an_indirect_jump_after_the_frame_is_released_is_a_tail_call)
+{
+	struct rv_code c;
+	struct seen s = {.n = 0};
+	struct np_mem mem = {NULL, NULL, NULL};
+
+	/* ld a5,32(a0) ; addi sp,sp,16 ; jr a5 */
+	rv_code(&c, (const uint64_t[]){C16(0x711c), C16(0x0141), C16(0x8782), 0});
+	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 0);
+}
+
+TEST(a_branch_or_a_frame_grown_before_the_jump_keeps_it_unresolved)
+{
+	struct rv_code c;
+	struct seen s = {.n = 0};
+	struct np_mem mem = {NULL, NULL, NULL};
+
+	/* ld a5,32(a0) ; addi sp,sp,16 ; beqz a0,.+4 ; jr a5 */
+	rv_code(&c, (const uint64_t[]){C16(0x711c), C16(0x0141), C16(0xc111), C16(0x8782), 0});
+	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 1);
+	/* addi sp,sp,-16 ; jr a5 */
+	rv_code(&c, (const uint64_t[]){C16(0x1141), C16(0x8782), 0});
+	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 1);
+}
+
 /* The switch table GCC emits for PIC code, assembled and linked at FN by
  * riscv64-linux-gnu-as/ld: four int32 entries relative to the table. */
 static const uint8_t switch_fn[] = {
