@@ -5,10 +5,11 @@
  * Validity comes from the opcode table (opcodes.c): a word no line
  * matches is not RV64GC and decodes as -EILSEQ. Then, in order:
  *
- *   1. flags: control flow from the opcode (jal, jalr, branches), with
- *      the calling convention's reading of the link register: jal/jalr
- *      writing ra or t0 is a call (t0 is the alternate link register of
- *      millicode such as __riscv_save_N), `jalr x0, 0(ra|t0)` a return.
+ *   1. flags: control flow from the opcode (jal, jalr, branches): a
+ *      jal/jalr that writes a link register is a call, whichever the
+ *      register (ra by the convention, t0 for millicode such as
+ *      __riscv_save_N, anything in hand-written code), since the callee
+ *      may return to the link; `jalr x0, 0(ra|t0)` is a return.
  *   2. REJECTED when a line of rv_classes[] says so, with its reason;
  *   3. SIMULATED for the control-flow forms and auipc (the trap path
  *      performs them on the register file, and relocate.c rewrites them);
@@ -69,7 +70,7 @@ static uint32_t flags_of(uint32_t x, uint64_t pc, uint64_t *target)
 		*target = pc + (uint64_t)rv_imm_j(x);
 		if (rv_rd(x) == RV_ZERO)
 			return NP_INSN_BRANCH | NP_INSN_NOFALL;
-		return NP_INSN_BRANCH | (is_link(rv_rd(x)) ? NP_INSN_CALL : 0);
+		return NP_INSN_BRANCH | NP_INSN_CALL; /* any link may be returned to */
 	case RV_OP_JALR:
 		return jalr_flags(x);
 	case RV_OP_BRANCH:

@@ -48,6 +48,8 @@ const struct np_isa np_isa_riscv64 = {
 	 * not t2: GCC's static chain for nested functions. */
 	.entry_dead = RV_TEMPS & ~(X(5) | X(7)),
 	/* never zero, sp, gp (linker relaxation reads it anywhere), tp */
-	.millicode_link = X(5),
+	/* a call linking through anything but ra keeps no convention: t0
+	 * (millicode) and whatever hand-written code uses */
+	.millicode_link = 0xffffffffull & ~(X(0) | X(1)),
 	.scratch_ok = ~(X(0) | X(2) | X(3) | X(4)) & 0xffffffffull,
 };

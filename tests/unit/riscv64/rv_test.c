@@ -138,7 +138,7 @@ int rv_roundtrip(const uint8_t *src, size_t len, uint64_t src_pc, uint64_t dst_p
 
 	if (n < 0)
 		return n;
-	collect(src, len, src_pc, src_pc, src_pc + len, false, &want, &links);
+	collect(src, len, src_pc, 0, 0, false, &want, &links); /* every target, internal ones too */
 	if (resume_pc)
 		add_dest(&want, resume_pc);
 	collect(buf, (size_t)n, dst_pc, dst_pc, dst_pc + (uint64_t)n, true, &got, NULL);
