@@ -13,9 +13,10 @@
  *     successors, so a register is free before it only when it is free on
  *     both paths (the paper's intersection). Where control goes somewhere
  *     unknown (indirect jump, return, system instruction, bytes that do
- *     not decode, a target inside an instruction) every register is live.
- *     A direct jump out of the function is a tail call: there the callee's
- *     entry convention holds, and its entry_dead registers are dead.
+ *     not decode, a target inside an instruction, a jump out of the
+ *     function) every register is live. A jump out may be a tail call, but
+ *     it may as well go to the function's cold part (GCC's .cold
+ *     partitions), which continues with the same live registers.
  *   - a call writes every caller-saved register (call_clobbered) and
  *     reads those that are not dead at a callee's entry (arguments, the
  *     link, the static chain, millicode's t0). A call linking through a
@@ -150,7 +151,7 @@ static uint64_t live_at(const struct np_freereg *fr, long s)
 {
 	switch (s) {
 	case SUCC_NONE: return 0;
-	case SUCC_OUTSIDE: return ~fr->isa->entry_dead; /* a tail call */
+	case SUCC_OUTSIDE: /* a tail call, or the function's own cold part */
 	case SUCC_UNKNOWN: return ALL;
 	default: return fr->insn[s].live;
 	}

@@ -49,7 +49,7 @@ static void add_target(void *cookie, uint64_t target)
 
 int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_layout *layout,
 		 const uint8_t *code, uint64_t start, uint64_t end, uint64_t limit,
-		 const struct np_mem *mem)
+		 const struct np_mem *mem, bool called)
 {
 	int u;
 
@@ -58,7 +58,8 @@ int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_la
 	u = isa->branch_targets(code, end - start, start, mem, add_target, f);
 	f->unresolved += u < 0 ? 1 : u;
 	if (isa->reg_use) {
-		int err = np_freereg_analyse(isa, code, end - start, start, NP_FREEREG_ENTRY, &f->fr);
+		int err = np_freereg_analyse(isa, code, end - start, start,
+					     called ? NP_FREEREG_ENTRY : 0, &f->fr);
 
 		if (!err && (err = np_freereg_analyse(isa, code, end - start, start, 0, &f->plain)))
 			np_freereg_release(&f->fr);

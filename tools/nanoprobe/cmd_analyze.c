@@ -391,7 +391,12 @@ static int analyze_function(const struct np_symtab *st, const struct np_isa *isa
 	}
 	struct np_mem mem = {file_read, NULL, (void *)st};
 
-	if ((err = an_func_init(&f, isa, l, code, fn->addr, end, limit, &mem))) {
+	/* Only a named function is known to be entered by calls: code that
+	 * only .eh_frame knows may be a .cold part, which a jump enters with
+	 * the caller's registers live. */
+	bool called = fn->source != NP_SYM_EHFRAME && !strstr(fn->name, ".cold");
+
+	if ((err = an_func_init(&f, isa, l, code, fn->addr, end, limit, &mem, called))) {
 		free(code);
 		return err;
 	}
