@@ -25,6 +25,7 @@ enum an_kind { AN_JUMP, AN_TRAP_SIM, AN_TRAP_OOL, AN_REJECT, AN_NKINDS };
  * first. A file cannot tell whether they will be free; this assumes so. */
 struct an_layout {
 	uint64_t below, above;
+	uint64_t far; /* a place beyond jal's reach, or 0: 64 MiB past the site */
 	/* executable sections: padding past a function never extends beyond
 	 * its section (what follows .text in the segment may be data) */
 	uint64_t exec_lo[16], exec_hi[16];
@@ -54,6 +55,9 @@ struct an_site {
 	uint64_t free_in;  /* registers free at the site */
 	uint64_t free_back; /* free where the jump back lands */
 	uint64_t free_plain; /* free at the site by liveness alone */
+	uint64_t end;       /* JUMP: the displaced bytes are [pc, end) */
+	uint64_t place;     /* JUMP: the trampoline address planned with */
+	bool falls;         /* JUMP: the displaced code falls through to end */
 	char why[160];     /* why not JUMP (for TRAP), or why REJECTED */
 };
 

@@ -250,6 +250,9 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	    !relocates(f, pc, end, falls, place, s))
 		return false;
 	s->form = short_form(f->isa);
+	s->end = end;
+	s->place = place;
+	s->falls = falls;
 	return true;
 }
 
@@ -265,9 +268,12 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 	if (!s->free_in)
 		return why_not(s, "no free register at the site for the long jump");
 	if (!cover(f, pc, (unsigned)need, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, pc + FAR_OFFSET, s))
+	    !relocates(f, pc, end, falls, f->layout->far ? f->layout->far : pc + FAR_OFFSET, s))
 		return false;
 	s->form = "auipc+jalr";
+	s->end = end;
+	s->place = f->layout->far ? f->layout->far : pc + FAR_OFFSET;
+	s->falls = falls;
 	return true;
 }
 

@@ -154,6 +154,7 @@ static int read_layout(const char *path, struct an_layout *l)
 	if (fd < 0)
 		return -errno;
 	l->nexec = 0;
+	l->far = 0;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (e)
 		read_exec_sections(e, l);
