@@ -42,7 +42,9 @@ SUITE(rv_suite_alu)
 SUITE(rv_suite_pcrel)
 SUITE(rv_suite_calls)
 SUITE(rv_suite_branches)
+SUITE(rv_suite_misc)
 extern const uint64_t __start_rv_never[], __stop_rv_never[];
+extern const uint64_t __start_rv_times[], __stop_rv_times[]; /* pairs: pc, n */
 extern char _end[];
 
 static const struct {
@@ -54,6 +56,7 @@ static const struct {
 	{"pcrel", rv_suite_pcrel, rv_suite_pcrel_end},
 	{"calls", rv_suite_calls, rv_suite_calls_end},
 	{"branches", rv_suite_branches, rv_suite_branches_end},
+	{"misc", rv_suite_misc, rv_suite_misc_end},
 };
 
 enum mode { AUTO, LONG, TRAP };
@@ -80,12 +83,16 @@ static void flush(void *p, size_t n)
 	__builtin___clear_cache((char *)p, (char *)p + n);
 }
 
-static bool never_runs(uint64_t pc)
+/* How many times a correct call runs the instruction at pc. */
+static uint64_t runs(uint64_t pc)
 {
 	for (const uint64_t *p = __start_rv_never; p < __stop_rv_never; p++)
 		if (*p == pc)
-			return true;
-	return false;
+			return 0;
+	for (const uint64_t *p = __start_rv_times; p < __stop_rv_times; p += 2)
+		if (*p == pc)
+			return p[1];
+	return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -251,7 +258,7 @@ static void check_run(unsigned i, uint64_t pc, const char *how, volatile uint64_
 		      struct tally *t)
 {
 	unsigned got = suites[i].fn();
-	uint64_t want = never_runs(pc) ? 0 : 1, hits = *counter;
+	uint64_t want = runs(pc), hits = *counter;
 
 	if (got != MAGIC || hits != want) {
 		fprintf(stderr, "# %s+0x%llx (%s): returned 0x%x, %llu hits, want %llu\n",
@@ -332,7 +339,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (sigaction(SIGTRAP, &sa, NULL) || map_pages() ||
-	    mprotect((void *)lo, (uint64_t)rv_suite_branches_end - lo + 4096,
+	    mprotect((void *)lo, (uint64_t)rv_suite_misc_end - lo + 4096,
 		     PROT_READ | PROT_WRITE | PROT_EXEC))
 		return fail("setup") ? 1 : 1;
 	printf("1..%zu\n", sizeof(suites) / sizeof(suites[0]) * 3);

@@ -6,7 +6,8 @@
  * tests its instructions' results against constants and jumps to 'fail'
  * (return 0) on any mismatch. Sites a correct run never reaches are
  * listed by NEVER in section rv_never, so the driver knows to expect no
- * hit there; every other site runs exactly once per call.
+ * hit there; sites a loop runs N times are listed by TIMES N in rv_times;
+ * every other site runs exactly once per call.
  */
 #define MAGIC 0x600dc0de
 
@@ -15,6 +16,13 @@
 	.dc.a .Lnever\@
 	.popsection
 .Lnever\@:
+	.endm
+
+	.macro TIMES n
+	.pushsection rv_times, "a"
+	.dc.a .Ltimes\@, \n
+	.popsection
+.Ltimes\@:
 	.endm
 
 	.macro FUNC name
@@ -160,3 +168,50 @@ FUNC rv_suite_branches
 	NEVER
 	ret
 ENDFUNC rv_suite_branches
+
+/* Atomics, fences, the M and D extensions and a loop: lr and sc (and what
+ * lies between) are refused, the rest runs out of line or is simulated. */
+FUNC rv_suite_misc
+	addi	sp, sp, -16
+	sd	zero, 0(sp)
+	li	a1, 7
+1:	lr.d	t0, (sp)
+	add	t0, t0, a1
+	sc.d	t1, t0, (sp)
+	bnez	t1, 1b
+	ld	a2, 0(sp)
+	bne	a2, a1, 9f
+	fence	rw, rw
+	li	a3, 2
+	amoadd.d a4, a3, (sp)
+	ld	a4, 0(sp)
+	li	t1, 9
+	bne	a4, t1, 9f
+	mul	a5, a4, a3
+	li	t1, 18
+	bne	a5, t1, 9f
+	fcvt.d.l fa0, a5
+	fadd.d	fa0, fa0, fa0
+	fcvt.l.d a6, fa0, rtz
+	li	t1, 36
+	bne	a6, t1, 9f
+	li	a0, 0
+	li	a7, 3
+2:	TIMES 3
+	addi	a0, a0, 5
+	TIMES 3
+	addi	a7, a7, -1
+	TIMES 3
+	bnez	a7, 2b
+	li	t1, 15
+	bne	a0, t1, 9f
+	li	a0, MAGIC
+	addi	sp, sp, 16
+	ret
+9:	NEVER
+	li	a0, 0
+	NEVER
+	addi	sp, sp, 16
+	NEVER
+	ret
+ENDFUNC rv_suite_misc
