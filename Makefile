@@ -9,6 +9,10 @@ DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
             coreutils grep gzip sqlite3
 # arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
 DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
+# riscv64 (issue 7): cross binutils/gcc for the unit vectors and the analyze
+# fixture, the Debian cross libcs that analyze is checked on.
+DEB_PKGS += binutils-riscv64-linux-gnu gcc-riscv64-linux-gnu libc6-riscv64-cross \
+            libc6-arm64-cross
 
 .PHONY: all deps build check check-sanitize demo bench install clean
 

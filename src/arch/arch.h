@@ -41,6 +41,11 @@ enum np_insn_flag {
 	NP_INSN_SYSTEM = 1u << 8,   /* syscall or other privileged/system form */
 	NP_INSN_JUMPTABLE = 1u << 9, /* indirect jump through a table the
 				      * decoder recognised: table/stride set */
+	/* Exclusive-monitor pairs (riscv lr/sc, arm64 ldxr/stxr): a trap or
+	 * a jump between the two clears the reservation, so every site from
+	 * the load-reserved to its store-conditional is refused. */
+	NP_INSN_LOAD_RESERVED = 1u << 10,
+	NP_INSN_STORE_COND = 1u << 11,
 };
 
 struct np_insn {
@@ -91,6 +96,25 @@ struct np_reloc {
 			     * 0: no jump back is appended */
 };
 
+/* Registers (bit i: np_regs.gpr[i]) relocated code may clobber, for ISAs
+ * that need one to reach far (riscv64, arm64): 'scratch' must be dead at
+ * every instruction of the source (np_freereg_over()), 'resume' dead at
+ * resume_pc, for the jump back. x86-64 never needs one. */
+struct np_reloc_scratch {
+	uint64_t scratch;
+	uint64_t resume;
+};
+
+/* The general registers one instruction reads and writes (bit i:
+ * np_regs.gpr[i]), for the free-register analysis (src/arch/freereg.h).
+ * Reads may over-approximate; writes must be certain (a write on only
+ * some paths, a conditional move, is no write). A call reports what the
+ * instruction itself does; the analysis adds the calling convention. */
+struct np_reg_use {
+	uint64_t read;
+	uint64_t written;
+};
+
 struct np_isa {
 	const char *name;     /* "x86_64", "arm64", "riscv64" */
 	unsigned jump_len;    /* bytes the JUMP patch writes */
@@ -136,9 +160,29 @@ struct np_isa {
 	const uint8_t *arg_regs;
 	uint8_t ret_reg, sp_reg;
 	const char *const *reg_names; /* NP_NGPR entries, NULL where none */
+
+	/* For the free-register analysis (src/arch/freereg.h); NULL/0 when
+	 * the ISA does not provide it. 0 or -EILSEQ/-ENODATA as decode. */
+	int (*reg_use)(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
+	/* A jump of any reach through one register of 'scratch' when the
+	 * short form (emit_jump) cannot reach: riscv64 auipc+jalr, arm64
+	 * adrp+add+br. Bytes written, -ERANGE (no register and too far),
+	 * -ENOSPC. NULL on ISAs whose emit_jump_any needs no register. */
+	/* relocate() with scratch registers (NULL: the ISA needs none). */
+	int (*relocate_via)(const struct np_reloc *r, const struct np_reloc_scratch *s);
+	int (*emit_jump_via)(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint64_t scratch);
+	uint64_t call_clobbered; /* registers a call may write (caller-saved) */
+	uint64_t entry_dead;     /* dead at a function entry by the calling
+				  * convention: caller-saved, not arguments,
+				  * less the ISA's known exceptions */
+	uint64_t scratch_ok;     /* registers that may ever serve as scratch */
+	uint64_t millicode_link; /* a call linking through one of these is
+				  * millicode, which keeps no convention
+				  * (riscv t0: __riscv_save_N) */
 };
 
 extern const struct np_isa np_isa_x86_64;
 extern const struct np_isa np_isa_arm64;
+extern const struct np_isa np_isa_riscv64;
 
 #endif /* NP_ARCH_H */

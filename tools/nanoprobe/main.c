@@ -27,6 +27,9 @@ static const struct verb verbs[] = {
 	{"list", cmd_list,
 	 "list [-j] PATH [FUNC]\n"
 	 "      the functions of a binary; with FUNC, each instruction and the probe it would get"},
+	{"analyze", cmd_analyze,
+	 "analyze [--arch x86_64|arm64|riscv64] [-j] ELF...\n"
+	 "      every function entry and instruction: the probe strategy it would get, and a summary"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
 
@@ -64,6 +67,6 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list)\n", argv[1]);
+	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list, analyze)\n", argv[1]);
 	return 2;
 }

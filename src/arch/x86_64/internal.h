@@ -122,6 +122,7 @@ int x86_simulate(const struct np_insn *insn, struct np_regs *regs, const struct 
 int x86_emit_jump(uint8_t *buf, uint64_t from, uint64_t to);
 int x86_emit_trap(uint8_t *buf);
 int x86_emit_jump_any(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
+int x86_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
 int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
 		       void (*found)(void *cookie, uint64_t target), void *cookie);
 

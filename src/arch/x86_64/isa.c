@@ -14,6 +14,8 @@ static const char *const x86_reg_names[NP_NGPR] = {
 	"r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
 };
 
+#define R(n) (1ull << (n))
+
 const struct np_isa np_isa_x86_64 = {
 	.name = "x86_64",
 	.jump_len = 5,            /* e9 rel32 */
@@ -35,4 +37,11 @@ const struct np_isa np_isa_x86_64 = {
 	.ret_reg = 0, /* rax */
 	.sp_reg = 4,  /* rsp */
 	.reg_names = x86_reg_names,
+	.reg_use = x86_reg_use,
+	/* rax rcx rdx rsi rdi r8-r11 */
+	.call_clobbered = R(0) | R(1) | R(2) | R(6) | R(7) | R(8) | R(9) | R(10) | R(11),
+	/* caller-saved, not arguments: rax, r10, r11, less rax (%al counts the
+	 * vector arguments of a variadic call) and r10 (the static chain) */
+	.entry_dead = R(11),
+	.scratch_ok = 0xffffull & ~R(4), /* never rsp */
 };

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Planning one site of a function over the file's bytes, in the engine's
+ * fixed order (field guide, principle 1):
+ *
+ *   JUMP   the short patch (emit_jump: x86 jmp rel32, riscv jal), when a
+ *          trampoline place is within its reach; else, on ISAs whose long
+ *          jump needs a register (emit_jump_via: riscv auipc+jalr), the
+ *          long patch through a register free at the site. Either way the
+ *          displaced instructions must be whole, not rejected, with a call
+ *          only last, no branch landing inside them, and relocate() must
+ *          accept them at the trampoline, jump back included (through a
+ *          register free where it lands when jal cannot reach).
+ *   TRAP   one breakpoint: simulated when the class says so, else the
+ *          instruction out of line in a slot near the code (relocate()
+ *          into the slot must succeed) with a jump back.
+ *   REJECT with the reason of the instruction's class, or of the sequence
+ *          it sits in (between an lr and its sc).
+ */
+#include "analyze.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAR_OFFSET (64ull << 20) /* a trampoline beyond jal's reach, within auipc's */
+#define EXCL_WINDOW 64           /* bytes after an lr its sc may follow (16 insns) */
+#define LONG_JUMP_LEN 8          /* auipc+jalr: the paper's patch, for its figures */
+
+static void add_target(void *cookie, uint64_t target)
+{
+	struct an_func *f = cookie;
+
+	if (f->ntargets == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		uint64_t *t = realloc(f->targets, cap * sizeof(*t));
+
+		if (!t) {
+			f->unresolved++; /* conservative when out of memory */
+			return;
+		}
+		f->targets = t;
+		f->cap = cap;
+	}
+	f->targets[f->ntargets++] = target;
+}
+
+int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_layout *layout,
+		 const uint8_t *code, uint64_t start, uint64_t end, uint64_t limit,
+		 const struct np_mem *mem, bool called)
+{
+	int u;
+
+	*f = (struct an_func){.isa = isa, .layout = layout, .code = code,
+			      .start = start, .end = end, .limit = limit};
+	u = isa->branch_targets(code, end - start, start, mem, add_target, f);
+	f->unresolved += u < 0 ? 1 : u;
+	if (isa->reg_use) {
+		int err = np_freereg_analyse(isa, code, end - start, start,
+					     called ? NP_FREEREG_ENTRY : 0, &f->fr);
+
+		if (!err && (err = np_freereg_analyse(isa, code, end - start, start, 0, &f->plain)))
+			np_freereg_release(&f->fr);
+		if (err == -ENOMEM)
+			return err;
+		f->have_fr = err == 0;
+	}
+	return 0;
+}
+
+void an_func_free(struct an_func *f)
+{
+	free(f->targets);
+	if (f->have_fr) {
+		np_freereg_release(&f->fr);
+		np_freereg_release(&f->plain);
+	}
+}
+
+static int decode_at(const struct an_func *f, uint64_t pc, struct np_insn *in)
+{
+	if (pc < f->start || pc >= f->limit)
+		return -ERANGE;
+	return f->isa->decode(f->code + (pc - f->start), f->limit - pc, pc, in);
+}
+
+static uint64_t free_at(const struct an_func *f, uint64_t pc)
+{
+	return f->have_fr ? np_freereg_at(&f->fr, pc) : 0;
+}
+
+/* The first instruction boundary at or after pc + need (the jump back of
+ * a patch of that size lands there), 0 when the bytes do not decode. */
+static uint64_t boundary_after(const struct an_func *f, uint64_t pc, unsigned need)
+{
+	uint64_t at = pc;
+	struct np_insn in;
+
+	while (at < pc + need)
+		if (decode_at(f, at, &in))
+			return 0;
+		else
+			at += in.len;
+	return at;
+}
+
+/* Record why a form does not fit; false, for `return why_not(...)`. */
+__attribute__((format(printf, 2, 3))) static bool why_not(struct an_site *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* Is pc after an lr and no later than its sc? */
+static bool in_exclusive(const struct an_func *f, uint64_t pc)
+{
+	uint64_t at = pc > f->start + EXCL_WINDOW ? pc - EXCL_WINDOW : f->start;
+	struct np_insn in;
+
+	for (; at < pc && decode_at(f, at, &in) == 0; at += in.len) {
+		if (!(in.flags & NP_INSN_LOAD_RESERVED))
+			continue;
+		uint64_t q = at + in.len; /* the first sc after this lr closes it */
+		while (q < pc && decode_at(f, q, &in) == 0 && !(in.flags & NP_INSN_STORE_COND))
+			q += in.len;
+		if (q >= pc)
+			return true;
+		at = q;
+		decode_at(f, at, &in);
+	}
+	return false;
+}
+
+/* Are [pc, to) alignment padding after the function's end (never run)? */
+static bool padding_until(const struct an_func *f, uint64_t pc, uint64_t to)
+{
+	struct np_insn in;
+
+	for (; pc < to; pc += in.len)
+		if (decode_at(f, pc, &in) || !(in.flags & NP_INSN_PADDING))
+			return false;
+	return to <= f->limit;
+}
+
+/* The engine's refusals (plan.c) for instruction 'in' at 'at' of a patch
+ * needing [pc, need). */
+static bool displaceable(const struct np_insn *in, uint64_t at, uint64_t need, uint64_t end,
+			 struct an_site *s)
+{
+	if (in->cls == NP_INSN_REJECTED)
+		return why_not(s, "instruction at 0x%llx: %s", (unsigned long long)at, in->reason);
+	if ((in->flags & NP_INSN_CALL) && at + in->len < need)
+		return why_not(s, "a call at 0x%llx would not be the last displaced instruction",
+			       (unsigned long long)at);
+	if ((in->flags & NP_INSN_NOFALL) && at + in->len < need && at + in->len < end)
+		return why_not(s, "a jump or return at 0x%llx is followed by code the patch "
+				  "would overwrite", (unsigned long long)at);
+	return true;
+}
+
+/* Whole instructions from pc covering need bytes; *end is where the jump
+ * back lands. Bytes past a function ending in a jump or return may be
+ * patched over when they are padding. */
+static bool cover(const struct an_func *f, uint64_t pc, unsigned need, uint64_t *end,
+		  bool *falls, struct an_site *s)
+{
+	uint64_t at = pc;
+	unsigned n = 0;
+	struct np_insn in = {0};
+
+	while (at < pc + need) {
+		if (at >= f->end && n && (in.flags & NP_INSN_NOFALL) && padding_until(f, at, pc + need))
+			break; /* the padding is overwritten, never relocated */
+		if (at >= f->end)
+			return why_not(s, "the jump would run past the function end at 0x%llx",
+				       (unsigned long long)f->end);
+		if (decode_at(f, at, &in))
+			return why_not(s, "cannot decode the instruction at 0x%llx",
+				       (unsigned long long)at);
+		if (!displaceable(&in, at, pc + need, f->end, s))
+			return false;
+		at += in.len;
+		n++;
+	}
+	*end = at;
+	*falls = !(in.flags & NP_INSN_NOFALL); /* else no jump back is needed */
+	if (n > 1 && f->unresolved)
+		return why_not(s, "the function has %d indirect jump(s) whose targets cannot be "
+				  "resolved", f->unresolved);
+	for (size_t i = 0; n > 1 && i < f->ntargets; i++)
+		if (f->targets[i] > pc && f->targets[i] < at)
+			return why_not(s, "a branch lands at 0x%llx, inside the displaced bytes",
+				       (unsigned long long)f->targets[i]);
+	return true;
+}
+
+static bool relocates(const struct an_func *f, uint64_t pc, uint64_t end, bool falls,
+		      uint64_t dst, struct an_site *s)
+{
+	uint8_t out[256];
+	struct np_reloc r = {f->code + (pc - f->start), end - pc, pc, out, sizeof(out), dst,
+			     falls ? end : 0};
+	struct np_reloc_scratch sc = {f->have_fr ? np_freereg_over(&f->fr, pc, end) : 0,
+				      free_at(f, end)};
+	int n = f->isa->relocate_via ? f->isa->relocate_via(&r, &sc) : f->isa->relocate(&r);
+
+	if (n >= 0)
+		return true;
+	if (n == -ERANGE && !sc.resume)
+		return why_not(s, "no free register for the jump back to 0x%llx",
+			   (unsigned long long)end);
+	return why_not(s, "cannot relocate 0x%llx..0x%llx: %s", (unsigned long long)pc,
+		   (unsigned long long)end, n == -ERANGE ? "a target is out of reach"
+							 : "a form that cannot move");
+}
+
+/* The trampoline place within the short jump's reach of pc, or 0. */
+static uint64_t near_place(const struct an_func *f, uint64_t pc)
+{
+	uint64_t reach = f->isa->jump_reach;
+	uint64_t lo = f->layout->below, hi = f->layout->above;
+
+	if (hi - pc < reach) /* above: the farther end of the patch counts */
+		return hi;
+	if (pc - lo <= reach)
+		return lo;
+	return 0;
+}
+
+static const char *short_form(const struct np_isa *isa)
+{
+	return !strcmp(isa->name, "riscv64") ? "jal" : !strcmp(isa->name, "arm64") ? "b"
+											: "jmp rel32";
+}
+
+static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
+{
+	uint64_t place = near_place(f, pc), end;
+	bool falls;
+
+	if (!place)
+		return why_not(s, "no trampoline place within %s's reach", short_form(f->isa));
+	if (!cover(f, pc, f->isa->jump_len, &end, &falls, s) ||
+	    !relocates(f, pc, end, falls, place, s))
+		return false;
+	s->form = short_form(f->isa);
+	s->end = end;
+	s->place = place;
+	s->falls = falls;
+	return true;
+}
+
+static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
+{
+	uint8_t buf[32];
+	uint64_t end;
+	bool falls;
+	int need = f->isa->emit_jump_via(buf, sizeof(buf), pc, pc + FAR_OFFSET, f->isa->scratch_ok);
+
+	if (need < 0)
+		return why_not(s, "no long jump form");
+	if (!s->free_in)
+		return why_not(s, "no free register at the site for the long jump");
+	if (!cover(f, pc, (unsigned)need, &end, &falls, s) ||
+	    !relocates(f, pc, end, falls, f->layout->far ? f->layout->far : pc + FAR_OFFSET, s))
+		return false;
+	s->form = "auipc+jalr";
+	s->end = end;
+	s->place = f->layout->far ? f->layout->far : pc + FAR_OFFSET;
+	s->falls = falls;
+	return true;
+}
+
+static void plan_trap(const struct an_func *f, const struct np_insn *in, struct an_site *s)
+{
+	uint64_t slot = near_place(f, in->pc);
+
+	if (in->cls == NP_INSN_SIMULATED) {
+		s->kind = AN_TRAP_SIM;
+		return;
+	}
+	s->kind = AN_TRAP_OOL;
+	if (!relocates(f, in->pc, in->pc + in->len, !(in->flags & NP_INSN_NOFALL),
+		       slot ? slot : in->pc + FAR_OFFSET, s))
+		s->kind = AN_REJECT;
+}
+
+void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
+{
+	struct np_insn in;
+	char first[160];
+
+	*s = (struct an_site){.pc = pc, .kind = AN_REJECT};
+	if (decode_at(f, pc, &in)) {
+		why_not(s, "cannot decode the instruction");
+		return;
+	}
+	s->len = in.len;
+	s->free_in = free_at(f, pc);
+	s->free_plain = f->have_fr ? np_freereg_at(&f->plain, pc) : 0;
+	s->free_back = free_at(f, boundary_after(f, pc, LONG_JUMP_LEN));
+	if (in.cls == NP_INSN_REJECTED) {
+		why_not(s, "%s", in.reason);
+		return;
+	}
+	if (in_exclusive(f, pc)) {
+		why_not(s, "inside an lr/sc sequence: a trap or jump would clear the reservation");
+		return;
+	}
+	s->kind = AN_JUMP;
+	if (plan_short(f, pc, s))
+		return;
+	memcpy(first, s->why, sizeof(first));
+	if (f->isa->emit_jump_via && plan_long(f, pc, s))
+		return;
+	if (f->isa->emit_jump_via && strcmp(first, s->why)) /* both reasons, the short form's first */
+		snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why), "; %s", first);
+	plan_trap(f, &in, s);
+}

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `nanoprobe analyze [--arch x86_64|arm64|riscv64] [-j] ELF...`
+ *
+ * How much of a real binary can be probed without a trap. For every
+ * function (the symbols `list` shows) and every instruction boundary in
+ * it: the strategy a probe there would get (JUMP and its form, TRAP
+ * simulated, TRAP out of line, rejected) and why it is not JUMP, then a
+ * summary in the terms of 003_2060ca1e897bea36.txt, whose riscv64 kernel
+ * figures are printed beside ours: the share of sites with one free
+ * register (68.3% there), the share with a free register both at the
+ * site and where an auipc+jalr patch's jump back lands (51% there), the
+ * share that is trap-free, and the share of function entries that are.
+ *
+ * It runs on any host for any ISA with a pure layer in this build: the
+ * planning is over the file's bytes (analyze_site.c). --arch names the
+ * ISA a file must be; by default each file's e_machine picks it.
+ */
+#include "analyze.h"
+#include "quote.h"
+#include "symtab.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+/* The arm64 layer is built by its own branch; until it is linked in, the
+ * weak reference is NULL and arm64 files are refused with a reason. A weak
+ * reference does not pull a member out of a static library: when the
+ * layer lands, add np_isa_arm64 to np_cli_analyze's link_with and make
+ * this declaration a plain one (arch.h will have it). */
+extern const struct np_isa np_isa_arm64 __attribute__((weak));
+
+static const struct {
+	unsigned machine;
+	const char *name;
+	const struct np_isa *isa;
+} an_isas[] = {
+	{EM_X86_64, "x86_64", &np_isa_x86_64},
+	{EM_AARCH64, "arm64", &np_isa_arm64},
+	{EM_RISCV, "riscv64", &np_isa_riscv64},
+};
+#define AN_NISAS (sizeof(an_isas) / sizeof(an_isas[0]))
+
+static const char *const an_kind_names[AN_NKINDS] = {"jump", "trap-simulated",
+						      "trap-out-of-line", "rejected"};
+
+struct an_opts {
+	bool json;
+	const char *arch;
+	char **files;
+	int nfiles;
+};
+
+#define AN_NREASONS 48
+
+struct an_stats {
+	size_t functions, sites, entries;
+	size_t kind[AN_NKINDS], jump_short, one_free, one_free_plain, both_free, entries_free;
+	struct {
+		char text[96];
+		size_t n;
+	} reasons[AN_NREASONS];
+	size_t nreasons, other_reasons;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: nanoprobe analyze [--arch x86_64|arm64|riscv64] [-j] ELF...\n"
+		   "  For every function entry and instruction of each ELF file, the probe\n"
+		   "  strategy it would get and why, then a summary: sites with a free\n"
+		   "  register, trap-free sites and function entries.\n"
+		   "  --arch  the ISA the files must be (default: each file's own)\n"
+		   "  -j      one JSON object per line\n");
+}
+
+static int parse_args(int argc, char **argv, struct an_opts *o)
+{
+	o->files = calloc((size_t)argc, sizeof(char *));
+	if (!o->files)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+			o->json = true;
+		} else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
+			o->arch = argv[++i];
+		} else if (!strncmp(argv[i], "--arch=", 7)) {
+			o->arch = argv[i] + 7;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return -1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "analyze: unknown option '%s'\n", argv[i]);
+			return 2;
+		} else {
+			o->files[o->nfiles++] = argv[i];
+		}
+	}
+	return o->nfiles ? 0 : 2;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files                                                                */
+
+static const struct np_isa *isa_for(int machine, const char *want, char *err, size_t len)
+{
+	for (size_t i = 0; i < AN_NISAS; i++) {
+		if (an_isas[i].machine != (unsigned)machine)
+			continue;
+		if (want && strcmp(want, an_isas[i].name)) {
+			snprintf(err, len, "is %s, not %s", an_isas[i].name, want);
+			return NULL;
+		}
+		if (!an_isas[i].isa)
+			snprintf(err, len, "%s: this build has no %s ISA layer", an_isas[i].name,
+				 an_isas[i].name);
+		return an_isas[i].isa;
+	}
+	snprintf(err, len, "e_machine %d is none of x86_64, arm64, riscv64", machine);
+	return NULL;
+}
+
+static void read_exec_sections(Elf *e, struct an_layout *l)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn)) && l->nexec < 16) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size)
+			continue;
+		l->exec_lo[l->nexec] = sh.sh_addr;
+		l->exec_hi[l->nexec++] = sh.sh_addr + sh.sh_size;
+	}
+}
+
+/* Trampoline places: a page below the first PT_LOAD, the page after the
+ * last one's end; and the executable sections. */
+static int read_layout(const char *path, struct an_layout *l)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	size_t n;
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (fd < 0)
+		return -errno;
+	l->nexec = 0;
+	l->far = 0;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e)
+		read_exec_sections(e, l);
+	if (e && elf_getphdrnum(e, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			lo = ph.p_vaddr < lo ? ph.p_vaddr : lo;
+			hi = ph.p_vaddr + ph.p_memsz > hi ? ph.p_vaddr + ph.p_memsz : hi;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	if (lo > hi)
+		return -ENOEXEC;
+	l->below = (lo & ~0xfffull) - 0x1000;
+	l->above = (hi + 0xfff) & ~0xfffull;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                               */
+
+static void print_regs(FILE *out, const struct np_isa *isa, uint64_t regs, bool json)
+{
+	bool first = true;
+
+	fputs(json ? "[" : "", out);
+	for (unsigned r = 0; r < NP_NGPR; r++) {
+		if (!(regs >> r & 1) || !isa->reg_names[r])
+			continue;
+		fprintf(out, json ? "%s\"%s\"" : "%s%s", first ? "" : ",", isa->reg_names[r]);
+		first = false;
+	}
+	fputs(json ? "]" : first ? "-" : "", out);
+}
+
+static void print_site(FILE *out, const struct np_isa *isa, const struct np_sym *fn,
+		       const struct an_site *s, bool json)
+{
+	uint64_t off = s->pc - fn->addr;
+
+	if (!json) {
+		printf("  0x%-12" PRIx64 " %s+0x%" PRIx64 "\t%s%s%s\tfree=", s->pc, fn->name, off,
+		       an_kind_names[s->kind], s->form ? " " : "", s->form ? s->form : "");
+		print_regs(out, isa, s->free_in, false);
+		printf(s->kind == AN_JUMP ? "\n" : "\t%s\n", s->why);
+		return;
+	}
+	printf("{\"type\":\"site\",\"addr\":\"0x%" PRIx64 "\",\"function\":", s->pc);
+	quote_json(out, fn->name);
+	printf(",\"offset\":%" PRIu64 ",\"entry\":%s,\"strategy\":\"%s\",\"form\":", off,
+	       off ? "false" : "true", an_kind_names[s->kind]);
+	if (s->form)
+		quote_json(out, s->form);
+	else
+		fputs("null", out);
+	fputs(",\"free\":", out);
+	print_regs(out, isa, s->free_in, true);
+	fputs(",\"why\":", out);
+	if (s->kind == AN_JUMP)
+		fputs("null", out);
+	else
+		quote_json(out, s->why);
+	fputs("}\n", out);
+}
+
+/* Reasons are counted with their addresses blanked, so alike ones fold. */
+static void count_reason(struct an_stats *st, const char *why)
+{
+	char key[96];
+	size_t n = 0;
+
+	for (const char *p = why; *p && n + 1 < sizeof(key); p++) {
+		if (p[0] == '0' && p[1] == 'x') {
+			for (p += 2; p[1] && strchr("0123456789abcdef", p[1]); p++)
+				;
+			n += (size_t)snprintf(key + n, sizeof(key) - n, "ADDR");
+			n = n < sizeof(key) ? n : sizeof(key) - 1;
+			continue;
+		}
+		key[n++] = *p;
+	}
+	key[n] = '\0';
+	for (size_t i = 0; i < st->nreasons; i++)
+		if (!strcmp(st->reasons[i].text, key)) {
+			st->reasons[i].n++;
+			return;
+		}
+	if (st->nreasons == AN_NREASONS) {
+		st->other_reasons++;
+		return;
+	}
+	snprintf(st->reasons[st->nreasons].text, sizeof(st->reasons[0].text), "%s", key);
+	st->reasons[st->nreasons++].n = 1;
+}
+
+static void count_site(struct an_stats *st, const struct an_site *s, bool entry)
+{
+	st->sites++;
+	st->kind[s->kind]++;
+	st->jump_short += s->kind == AN_JUMP && s->form && strcmp(s->form, "auipc+jalr");
+	st->one_free += s->free_in != 0;
+	st->one_free_plain += s->free_plain != 0;
+	st->both_free += s->free_in && s->free_back;
+	if (entry) {
+		st->entries++;
+		st->entries_free += s->kind == AN_JUMP;
+	}
+	if (s->kind != AN_JUMP)
+		count_reason(st, s->why);
+}
+
+static double pct(size_t n, size_t of)
+{
+	return of ? 100.0 * (double)n / (double)of : 0.0;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)((const char *)a + 96), y = *(const size_t *)((const char *)b + 96);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_summary_text(const char *path, const struct np_isa *isa, struct an_stats *st)
+{
+	size_t jl = st->kind[AN_JUMP] - st->jump_short;
+	bool regs = isa->reg_use != NULL;
+
+	printf("\n%s: %s, %zu functions, %zu instruction sites, %zu function entries\n", path,
+	       isa->name, st->functions, st->sites, st->entries);
+	printf("  %-40s %9s %8s   %s\n", "", "sites", "share", "003_2060ca1e897bea36 (riscv64 kernel)");
+	if (regs) {
+		printf("  %-40s %9zu %7.1f%%   68.3%%\n", "one free register at the site", st->one_free,
+		       pct(st->one_free, st->sites));
+		printf("  %-40s %9zu %7.1f%%\n", "  by liveness alone (no convention)",
+		       st->one_free_plain, pct(st->one_free_plain, st->sites));
+		printf("  %-40s %9zu %7.1f%%   51%%\n", "free registers both ways (8-byte patch)",
+		       st->both_free, pct(st->both_free, st->sites));
+	}
+	printf("  %-40s %9zu %7.1f%%\n", "trap-free (JUMP)", st->kind[AN_JUMP],
+	       pct(st->kind[AN_JUMP], st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "  JUMP, short form", st->jump_short,
+	       pct(st->jump_short, st->sites));
+	if (isa->emit_jump_via)
+		printf("  %-40s %9zu %7.1f%%\n", "  JUMP, auipc+jalr (a free register)", jl,
+		       pct(jl, st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "TRAP simulated", st->kind[AN_TRAP_SIM],
+	       pct(st->kind[AN_TRAP_SIM], st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "TRAP out of line", st->kind[AN_TRAP_OOL],
+	       pct(st->kind[AN_TRAP_OOL], st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "rejected", st->kind[AN_REJECT],
+	       pct(st->kind[AN_REJECT], st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "function entries trap-free", st->entries_free,
+	       pct(st->entries_free, st->entries));
+	qsort(st->reasons, st->nreasons, sizeof(st->reasons[0]), by_count);
+	printf("  why not JUMP (sites, reason):\n");
+	for (size_t i = 0; i < st->nreasons && i < 12; i++)
+		printf("  %9zu  %s\n", st->reasons[i].n, st->reasons[i].text);
+}
+
+static void print_share(const char *name, size_t n, size_t of, bool last)
+{
+	printf("\"%s\":%.4f%s", name, of ? (double)n / (double)of : 0.0, last ? "" : ",");
+}
+
+static void print_summary_json(const char *path, const struct np_isa *isa,
+			       const struct an_stats *st)
+{
+	bool regs = isa->reg_use != NULL;
+
+	fputs("{\"type\":\"summary\",\"file\":", stdout);
+	quote_json(stdout, path);
+	printf(",\"arch\":\"%s\",\"functions\":%zu,\"sites\":%zu,\"entries\":%zu,\"counts\":{",
+	       isa->name, st->functions, st->sites, st->entries);
+	printf("\"jump\":%zu,\"jump_short\":%zu,\"jump_long\":%zu,\"trap_simulated\":%zu,"
+	       "\"trap_out_of_line\":%zu,\"rejected\":%zu,\"entries_trap_free\":%zu",
+	       st->kind[AN_JUMP], st->jump_short, st->kind[AN_JUMP] - st->jump_short,
+	       st->kind[AN_TRAP_SIM], st->kind[AN_TRAP_OOL], st->kind[AN_REJECT], st->entries_free);
+	if (regs)
+		printf(",\"one_free_register\":%zu,\"one_free_register_liveness\":%zu,"
+		       "\"free_both_ways\":%zu", st->one_free, st->one_free_plain, st->both_free);
+	fputs("},\"shares\":{", stdout);
+	if (regs) {
+		print_share("one_free_register", st->one_free, st->sites, false);
+		print_share("one_free_register_liveness", st->one_free_plain, st->sites, false);
+		print_share("free_both_ways", st->both_free, st->sites, false);
+	}
+	print_share("trap_free", st->kind[AN_JUMP], st->sites, false);
+	print_share("entries_trap_free", st->entries_free, st->entries, true);
+	printf("},\"paper\":{\"one_free_register\":0.683,\"free_both_ways\":0.51}}\n");
+}
+
+/* ------------------------------------------------------------------ */
+/* Functions and files                                                  */
+
+#define AN_MAX_FN (4u << 20) /* bytes of one function analysed at most */
+
+/* Jump tables are read from the file. */
+static int file_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	return np_symtab_read(cookie, addr, dst, len) ? -EFAULT : 0;
+}
+
+/* The end of the executable section holding addr (limit when none is known). */
+static uint64_t section_end(const struct an_layout *l, uint64_t addr, uint64_t limit)
+{
+	for (unsigned i = 0; i < l->nexec; i++)
+		if (addr >= l->exec_lo[i] && addr < l->exec_hi[i])
+			return l->exec_hi[i] < limit ? l->exec_hi[i] : limit;
+	return limit;
+}
+
+static int analyze_function(const struct np_symtab *st, const struct np_isa *isa,
+			    const struct an_layout *l, const struct np_sym *fn, bool json,
+			    struct an_stats *stats)
+{
+	uint64_t limit = section_end(l, fn->addr, np_symtab_limit(st, fn));
+	uint64_t end = fn->size ? fn->addr + fn->size : limit;
+	struct an_func f;
+	uint8_t *code;
+	int err;
+
+	end = end < limit ? end : limit;
+	limit = limit - fn->addr > AN_MAX_FN ? fn->addr + AN_MAX_FN : limit;
+	end = end < limit ? end : limit;
+	if (end <= fn->addr || !(code = malloc(limit - fn->addr)))
+		return end <= fn->addr ? 0 : -ENOMEM;
+	if (np_symtab_read(st, fn->addr, code, limit - fn->addr))
+		limit = end; /* the padding is not in the file: the body only */
+	if (limit == end && np_symtab_read(st, fn->addr, code, end - fn->addr)) {
+		free(code);
+		return 0; /* no bytes in the file (.bss-like): nothing to probe */
+	}
+	struct np_mem mem = {file_read, NULL, (void *)st};
+
+	/* Only a named function is known to be entered by calls: code that
+	 * only .eh_frame knows may be a .cold part, which a jump enters with
+	 * the caller's registers live. */
+	bool called = fn->source != NP_SYM_EHFRAME && !strstr(fn->name, ".cold");
+
+	if ((err = an_func_init(&f, isa, l, code, fn->addr, end, limit, &mem, called))) {
+		free(code);
+		return err;
+	}
+	stats->functions++;
+	for (uint64_t pc = fn->addr; pc < end;) {
+		struct an_site s;
+
+		an_plan_site(&f, pc, &s);
+		print_site(stdout, isa, fn, &s, json);
+		count_site(stats, &s, pc == fn->addr);
+		pc += s.len ? s.len : (isa->insn_align ? isa->insn_align : 1);
+	}
+	an_func_free(&f);
+	free(code);
+	return 0;
+}
+
+static int analyze_file(const char *path, const struct an_opts *o)
+{
+	struct np_symtab st;
+	struct an_layout l;
+	struct an_stats *stats;
+	const struct np_isa *isa;
+	char err[256] = "";
+	int rc = 0;
+
+	if (np_symtab_load(path, &st, err, sizeof(err))) {
+		fprintf(stderr, "analyze: %s: %s\n", path, err);
+		return 1;
+	}
+	isa = isa_for(st.machine, o->arch, err, sizeof(err));
+	if (!isa || read_layout(st.path, &l) || !(stats = calloc(1, sizeof(*stats)))) {
+		fprintf(stderr, "analyze: %s: %s\n", path, isa ? "cannot read its segments" : err);
+		np_symtab_free(&st);
+		return 1;
+	}
+	if (!o->json)
+		printf("%s (%s)\n", st.path, isa->name);
+	for (size_t i = 0; i < st.n && !rc; i++)
+		if (i == 0 || st.syms[i].addr != st.syms[i - 1].addr)
+			rc = analyze_function(&st, isa, &l, &st.syms[i], o->json, stats);
+	if (o->json)
+		print_summary_json(st.path, isa, stats);
+	else
+		print_summary_text(st.path, isa, stats);
+	free(stats);
+	np_symtab_free(&st);
+	return rc ? 1 : 0;
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+	struct an_opts o = {0};
+	int rc = parse_args(argc, argv, &o), status = 0;
+
+	if (rc) {
+		if (rc == 2)
+			usage(stderr);
+		free(o.files);
+		return rc < 0 ? 0 : rc;
+	}
+	if (o.arch && strcmp(o.arch, "x86_64") && strcmp(o.arch, "arm64") && strcmp(o.arch, "riscv64")) {
+		fprintf(stderr, "analyze: --arch must be x86_64, arm64 or riscv64\n");
+		free(o.files);
+		return 2;
+	}
+	elf_version(EV_CURRENT);
+	for (int i = 0; i < o.nfiles; i++)
+		status |= analyze_file(o.files[i], &o);
+	free(o.files);
+	return status;
+}
