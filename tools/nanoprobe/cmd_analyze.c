@@ -32,13 +32,6 @@
 
 #include "commands.h"
 
-/* The arm64 layer is built by its own branch; until it is linked in, the
- * weak reference is NULL and arm64 files are refused with a reason. A weak
- * reference does not pull a member out of a static library: when the
- * layer lands, add np_isa_arm64 to np_cli_analyze's link_with and make
- * this declaration a plain one (arch.h will have it). */
-extern const struct np_isa np_isa_arm64 __attribute__((weak));
-
 static const struct {
 	unsigned machine;
 	const char *name;
