@@ -112,6 +112,13 @@ void np_copy(void *dst, const void *src, size_t n)
 		d[i] = s[i];
 }
 
+void np_zero(void *dst, size_t n)
+{
+	unsigned char *d = dst;
+	for (size_t i = 0; i < n; i++)
+		d[i] = 0;
+}
+
 bool np_same(const void *a, const void *b, size_t n)
 {
 	const unsigned char *x = a, *y = b;

@@ -47,6 +47,7 @@ void np_futex_wait(uint32_t *word, uint32_t expect);
 void np_futex_wake(uint32_t *word);
 
 void np_copy(void *dst, const void *src, size_t n);
+void np_zero(void *dst, size_t n);
 bool np_same(const void *a, const void *b, size_t n);
 /* The first byte c in s[0, n), or NULL. */
 const void *np_find_byte(const void *s, int c, size_t n);

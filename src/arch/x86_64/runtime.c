@@ -10,6 +10,7 @@
  * and then a jump back to the end of the displaced bytes.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <string.h>
@@ -256,7 +257,7 @@ static const int greg_of[16] = {
 void np_host_regs_from_uc(struct np_regs *regs, const void *ucv)
 {
 	const ucontext_t *uc = ucv;
-	memset(regs, 0, sizeof(*regs));
+	np_zero(regs, sizeof(*regs)); /* the hit path: no libc memset */
 	for (int i = 0; i < 16; i++)
 		regs->gpr[i] = (uint64_t)uc->uc_mcontext.gregs[greg_of[i]];
 	regs->pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];

@@ -90,6 +90,8 @@ TEST(byte_helpers_copy_compare_and_find)
 	CHECK(np_find_byte(src, 'd', 8) == src + 3);
 	CHECK(np_find_byte(src, 'd', 3) == NULL);
 	CHECK(np_find_byte(src, '\0', 9) == src + 8);
+	np_zero(dst, 4);
+	CHECK(dst[0] == 0 && dst[3] == 0 && dst[4] == 'e');
 }
 
 static int futex_state;
