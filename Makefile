@@ -4,7 +4,7 @@
 BUILD    ?= build
 PREFIX   ?= /usr/local
 MESON    ?= meson
-DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
+DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 libbpf-dev \
             xz-utils libzydis-dev libelf-dev libdw-dev
 
 .PHONY: all deps build check check-sanitize demo bench install clean

@@ -7,4 +7,5 @@ int cmd_trace(int argc, char **argv);
 int cmd_count(int argc, char **argv);
 int cmd_latency(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 #endif

@@ -27,6 +27,9 @@ static const struct verb verbs[] = {
 	{"list", cmd_list,
 	 "list [-j] PATH [FUNC]\n"
 	 "      the functions of a binary; with FUNC, each instruction and the probe it would get"},
+	{"bench", cmd_bench,
+	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump] [PATTERN]\n"
+	 "      per-hit cost against the kernel's uprobes, attach cost, real programs"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
 
@@ -64,6 +67,6 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list)\n", argv[1]);
+	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list, bench)\n", argv[1]);
 	return 2;
 }

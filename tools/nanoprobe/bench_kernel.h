@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's uprobes, for `nanoprobe bench` to measure nanoprobe against
+ * in the same run: perf_event_open on the uprobe PMU (path + file offset),
+ * each event running one counting BPF program, as bpftrace's
+ * `uprobe:...{ @c = count(); }` does.
+ */
+#ifndef NP_CLI_BENCH_KERNEL_H
+#define NP_CLI_BENCH_KERNEL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct kcount {
+	int map_fd, prog_fd; /* the per-CPU counter and the program bumping it */
+	int *ev_fds;         /* one perf event per attached (site, task) */
+	size_t n_ev, cap;
+	int pmu_type, retprobe_bit;
+};
+
+/* Load the counting program. 0, or -errno with why the kernel rows cannot
+ * run ("not root", "no uprobe PMU", the verifier's refusal) in why. */
+int kcount_open(struct kcount *k, char *why, size_t len);
+/* A uprobe (or uretprobe) at `offset` in the file at `path`, counted for
+ * task `pid` only (a thread id, inherited by the threads and processes it
+ * starts afterwards), so that no other program on the machine pays for it
+ * or adds to the count. 0 or -errno with the reason in why. */
+int kcount_attach(struct kcount *k, const char *path, uint64_t offset, bool ret, pid_t pid,
+		  char *why, size_t len);
+/* Hits counted so far by every attached event, over every CPU. */
+uint64_t kcount_read(const struct kcount *k);
+/* Remove every probe (close the events), keep the program; counts reset. */
+void kcount_detach_all(struct kcount *k);
+void kcount_close(struct kcount *k);
+
+/* The file offset of vaddr in the ELF file at path (program headers). */
+int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *off);
+/* The file and file offset of an address mapped in this process. */
+int self_addr_to_file(const void *addr, char *path, size_t len, uint64_t *off);
+#endif
