@@ -22,7 +22,7 @@ struct bench_row {
 	double vs_kernel;        /* this rate / the kernel row's; 0: no kernel row */
 	/* ROW_HITS */
 	double mps, mps_stddev, ns_per_hit;
-	uint64_t calls, hits;    /* hits: counted by the backend (none: 0) */
+	uint64_t calls, hits;    /* hits: counted by the backend (none: 0); also attach rows */
 	const char *strategy;    /* what the engine chose; NULL for none/kernel */
 	/* ROW_ATTACH */
 	unsigned probes;

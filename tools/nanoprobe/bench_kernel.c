@@ -53,7 +53,7 @@ static int read_pmu_number(const char *file, const char *prefix, int *out)
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
 					       .off = (o), .imm = (i)})
 
-static int load_counter_prog(int map_fd, char *why, size_t len)
+static int load_counter_prog(int map_fd, unsigned attach_type, char *why, size_t len)
 {
 	const struct bpf_insn insns[] = {
 		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, 0), /* key = 0 */
@@ -69,7 +69,8 @@ static int load_counter_prog(int map_fd, char *why, size_t len)
 		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
 	char log[4096] = "";
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log, .log_size = sizeof(log), .log_level = 1);
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log, .log_size = sizeof(log), .log_level = 1,
+		    .expected_attach_type = (enum bpf_attach_type)attach_type);
 	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "np_bench_count", "GPL", insns,
 			       sizeof(insns) / sizeof(*insns), &o);
 	if (fd < 0) {
@@ -96,7 +97,7 @@ int kcount_open(struct kcount *k, char *why, size_t len)
 	k->map_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "np_bench_hits", 4, 8, 1, NULL);
 	if (k->map_fd < 0)
 		return why_errno(why, len, errno, "cannot create a BPF map");
-	k->prog_fd = load_counter_prog(k->map_fd, why, len);
+	k->prog_fd = load_counter_prog(k->map_fd, 0, why, len);
 	if (k->prog_fd < 0) {
 		rc = k->prog_fd;
 		kcount_close(k);
@@ -127,7 +128,9 @@ int kcount_attach(struct kcount *k, const char *path, uint64_t offset, bool ret,
 		.config = ret ? 1ull << k->retprobe_bit : 0,
 		.config1 = (uint64_t)(uintptr_t)path, /* uprobe_path */
 		.config2 = offset,                    /* probe_offset */
-		.inherit = 1,
+		/* no inherit: with the BPF program set, a probed task's clone()
+		 * then fails with EFAULT (seen on 6.18: redis-server could not
+		 * start its threads). Only the task itself is counted. */
 	};
 	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
@@ -177,9 +180,51 @@ void kcount_close(struct kcount *k)
 	free(k->ev_fds);
 	if (k->prog_fd >= 0)
 		close(k->prog_fd);
+	if (k->multi_prog_fd > 0)
+		close(k->multi_prog_fd);
 	if (k->map_fd >= 0)
 		close(k->map_fd);
 	*k = (struct kcount){.map_fd = -1, .prog_fd = -1};
+}
+
+/*
+ * Many uprobes in one file, as libbpf's bpf_program__attach_uprobe_multi
+ * places them (Linux 6.6+): one BPF link, one syscall. The headers of an
+ * older distribution may lack the interface, so its numbers and the layout
+ * of its part of union bpf_attr are spelled out here from the kernel's
+ * include/uapi/linux/bpf.h.
+ */
+#define NP_BPF_TRACE_UPROBE_MULTI 48
+#define NP_BPF_F_UPROBE_MULTI_RETURN 1u
+
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, link_flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, flags, pid;
+};
+
+int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offsets,
+			unsigned n, bool ret, pid_t pid, char *why, size_t len)
+{
+	if (k->multi_prog_fd <= 0) {
+		int fd = load_counter_prog(k->map_fd, NP_BPF_TRACE_UPROBE_MULTI, why, len);
+		if (fd < 0)
+			return fd;
+		k->multi_prog_fd = fd;
+	}
+	struct uprobe_multi_attr a = {
+		.prog_fd = (uint32_t)k->multi_prog_fd, .attach_type = NP_BPF_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path, .offsets = (uint64_t)(uintptr_t)offsets,
+		.cnt = n, .flags = ret ? NP_BPF_F_UPROBE_MULTI_RETURN : 0, .pid = (uint32_t)pid,
+	};
+	int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	if (fd < 0)
+		return why_errno(why, len, errno, "BPF uprobe_multi link (Linux 6.6+)");
+	if (push_fd(k, fd)) {
+		close(fd);
+		return why_errno(why, len, ENOMEM, "kernel uprobes");
+	}
+	return 0;
 }
 
 int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *off)

@@ -17,17 +17,22 @@ struct kcount {
 	int *ev_fds;         /* one perf event per attached (site, task) */
 	size_t n_ev, cap;
 	int pmu_type, retprobe_bit;
+	int multi_prog_fd;   /* the same program for uprobe_multi links; 0: not yet */
 };
 
 /* Load the counting program. 0, or -errno with why the kernel rows cannot
  * run ("not root", "no uprobe PMU", the verifier's refusal) in why. */
 int kcount_open(struct kcount *k, char *why, size_t len);
 /* A uprobe (or uretprobe) at `offset` in the file at `path`, counted for
- * task `pid` only (a thread id, inherited by the threads and processes it
- * starts afterwards), so that no other program on the machine pays for it
- * or adds to the count. 0 or -errno with the reason in why. */
+ * task `pid` only (a thread id; it survives exec, not into new threads),
+ * so that no other program on the machine pays for it or adds to the
+ * count. 0 or -errno with the reason in why. */
 int kcount_attach(struct kcount *k, const char *path, uint64_t offset, bool ret, pid_t pid,
 		  char *why, size_t len);
+/* n uprobes in one file through one BPF uprobe_multi link (pid: a process,
+ * 0 for all), the kernel's cheapest way to place and remove many. */
+int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offsets,
+			unsigned n, bool ret, pid_t pid, char *why, size_t len);
 /* Hits counted so far by every attached event, over every CPU. */
 uint64_t kcount_read(const struct kcount *k);
 /* Remove every probe (close the events), keep the program; counts reset. */

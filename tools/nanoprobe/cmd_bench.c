@@ -61,8 +61,10 @@ static void emit_json(const struct bench_row *r)
 			printf(",\"strategy\":\"%s\"", r->strategy);
 		break;
 	case ROW_ATTACH:
-		printf(",\"probes\":%u,\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"probes_per_sec\":%.0f",
-		       r->probes, r->attach_ms, r->detach_ms, r->probes_per_sec);
+		printf(",\"probes\":%u,\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"probes_per_sec\":%.0f"
+		       ",\"calls\":%llu,\"hits\":%llu",
+		       r->probes, r->attach_ms, r->detach_ms, r->probes_per_sec,
+		       (unsigned long long)r->calls, (unsigned long long)r->hits);
 		break;
 	case ROW_PROGRAM:
 		printf(",\"metric\":\"%s\",\"value\":%.4f", r->metric, r->value);
@@ -183,7 +185,13 @@ int cmd_bench(int argc, char **argv)
 		return 2;
 	if (o.json)
 		printf("[");
-	int rc = bench_hits(&o);
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		o.self = self;
+	}
+	int rc = bench_hits(&o) | bench_attach(&o) | bench_programs(&o);
 	if (o.json)
 		printf("\n]\n");
 	return rc;
