@@ -24,9 +24,9 @@ struct kcount {
  * run ("not root", "no uprobe PMU", the verifier's refusal) in why. */
 int kcount_open(struct kcount *k, char *why, size_t len);
 /* A uprobe (or uretprobe) at `offset` in the file at `path`, counted for
- * task `pid` only (a thread id; it survives exec, not into new threads),
- * so that no other program on the machine pays for it or adds to the
- * count. 0 or -errno with the reason in why. */
+ * the process of task `pid` only (the kernel filters by mm: every thread
+ * of it; the event survives exec), so that no other program on the machine
+ * pays for it or adds to the count. 0 or -errno with the reason in why. */
 int kcount_attach(struct kcount *k, const char *path, uint64_t offset, bool ret, pid_t pid,
 		  char *why, size_t len);
 /* n uprobes in one file through one BPF uprobe_multi link (pid: a process,
