@@ -23,6 +23,7 @@ struct bench_row {
 	/* ROW_HITS */
 	double mps, mps_stddev, ns_per_hit;
 	uint64_t calls, hits;    /* hits: counted by the backend (none: 0); also attach rows */
+	uint64_t missed;         /* hits the backend saw but did not count (its own report) */
 	const char *strategy;    /* what the engine chose; NULL for none/kernel */
 	/* ROW_ATTACH */
 	unsigned probes;

@@ -93,6 +93,10 @@ static void run_row(const struct bench_opts *o, struct hit_run *h, unsigned cpus
 		r->mps = res.mps, r->mps_stddev = res.mps_stddev, r->calls = res.calls;
 		r->ns_per_hit = res.mps > 0 ? cpus * 1e3 / res.mps : 0;
 		r->hits = h->backend == BK_KERNEL ? kcount_read(h->k) : res.tls_hits;
+		if (h->backend == BK_KERNEL)
+			r->missed = kcount_missed(h->k);
+		else if (h->probe)
+			r->missed = np_probe_missed(h->probe);
 	} else if (!r->skipped[0]) {
 		snprintf(r->skipped, sizeof(r->skipped), "the loop could not start");
 	}

@@ -161,6 +161,23 @@ uint64_t kcount_read(const struct kcount *k)
 	return sum;
 }
 
+static uint64_t prog_misses(int fd)
+{
+	struct bpf_prog_info info = {0};
+	uint32_t len = sizeof(info);
+	return fd > 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.recursion_misses : 0;
+}
+
+static uint64_t all_misses(const struct kcount *k)
+{
+	return prog_misses(k->prog_fd) + prog_misses(k->multi_prog_fd);
+}
+
+uint64_t kcount_missed(const struct kcount *k)
+{
+	return all_misses(k) - k->missed_base;
+}
+
 void kcount_detach_all(struct kcount *k)
 {
 	for (size_t i = 0; i < k->n_ev; i++)
@@ -172,6 +189,7 @@ void kcount_detach_all(struct kcount *k)
 	if (zero && k->map_fd >= 0)
 		bpf_map_update_elem(k->map_fd, &key, zero, BPF_ANY);
 	free(zero);
+	k->missed_base = all_misses(k);
 }
 
 void kcount_close(struct kcount *k)

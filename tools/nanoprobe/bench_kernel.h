@@ -18,6 +18,7 @@ struct kcount {
 	size_t n_ev, cap;
 	int pmu_type, retprobe_bit;
 	int multi_prog_fd;   /* the same program for uprobe_multi links; 0: not yet */
+	uint64_t missed_base; /* the programs' recursion misses at the last reset */
 };
 
 /* Load the counting program. 0, or -errno with why the kernel rows cannot
@@ -35,6 +36,11 @@ int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offs
 			unsigned n, bool ret, pid_t pid, char *why, size_t len);
 /* Hits counted so far by every attached event, over every CPU. */
 uint64_t kcount_read(const struct kcount *k);
+/* Hits the kernel did not run the program for, since the last reset: a
+ * BPF program does not run on a CPU where one is already running (the
+ * kernel's per-CPU recursion guard), and a uprobe's program can be
+ * preempted by another task's hit on the same CPU. */
+uint64_t kcount_missed(const struct kcount *k);
 /* Remove every probe (close the events), keep the program; counts reset. */
 void kcount_detach_all(struct kcount *k);
 void kcount_close(struct kcount *k);

@@ -335,7 +335,7 @@ static void redis_rows(const struct bench_opts *o, struct kcount *k, const char 
 			snprintf(why[i], sizeof(why[i]), "needs the Debian package %s", need);
 		else if (order[i] == BK_KERNEL && kernel_why[0])
 			snprintf(why[i], sizeof(why[i]), "%s", kernel_why);
-	for (int run = 0; run < RUNS - 1; run++)
+	for (int run = 0; run < RUNS; run++)
 		for (int i = 0; i < 3; i++) {
 			double rps[2];
 			if (!o->backend[order[i]] || why[i][0] ||

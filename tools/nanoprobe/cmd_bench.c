@@ -56,7 +56,8 @@ static void emit_json(const struct bench_row *r)
 		printf(",\"mps\":%.4f,\"mps_stddev\":%.4f,\"ns_per_hit\":%.3f,\"calls\":%llu",
 		       r->mps, r->mps_stddev, r->ns_per_hit, (unsigned long long)r->calls);
 		if (r->backend != BK_NONE)
-			printf(",\"hits\":%llu", (unsigned long long)r->hits);
+			printf(",\"hits\":%llu,\"missed\":%llu", (unsigned long long)r->hits,
+			       (unsigned long long)r->missed);
 		if (r->strategy)
 			printf(",\"strategy\":\"%s\"", r->strategy);
 		break;
