@@ -68,10 +68,12 @@ def check_hit_rows(rows):
                         continue
                     check(r["mps"] > 0 and r["mps_stddev"] >= 0 and r["ns_per_hit"] > 0
                           and r["calls"] > 0, f"{name}: mps, mps_stddev, ns_per_hit, calls", r)
-                    if b == "kernel" and kind == "uretprobe" and cpus > 1:
-                        # The kernel drops a few returns of threads probed at
-                        # once (up to 0.1% on 6.18, not in the BPF program's
-                        # miss count): it may count less, never more.
+                    if b == "kernel" and cpus > 1:
+                        # With two threads on the probed code the kernel runs
+                        # the program for slightly fewer hits than there were
+                        # calls (up to 0.6% on 6.18: returns, and entries of
+                        # the targets it single-steps), without counting them
+                        # as missed: it may count less, never more.
                         check(0 < r["hits"] + r["missed"] <= r["calls"],
                               f"{name}: hits counted + missed <= calls made", r)
                     elif b != "none":
