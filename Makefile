@@ -4,7 +4,7 @@
 BUILD    ?= build
 PREFIX   ?= /usr/local
 MESON    ?= meson
-DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 \
+DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 libbpf-dev \
             xz-utils libzydis-dev libelf-dev libdw-dev \
             coreutils grep gzip sqlite3
 # arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
@@ -60,8 +60,13 @@ demo: build
 	@printf '\n== 6. The same engine as a C library, linked into a program (examples/demo.c)\n'
 	$(BUILD)/examples/demo
 
+# np-bench: the engine's strategies side by side; nanoprobe bench: against
+# the kernel's uprobes (as root), attach cost and real programs, then the
+# tables and chart of docs/performance.md from its JSON.
 bench: build
 	$(BUILD)/bench/np-bench
+	$(BUILD)/tools/nanoprobe/nanoprobe bench -j > $(BUILD)/bench.json
+	python3 bench/report $(BUILD)/bench.json -o $(BUILD)/bench-chart.svg
 
 install: deps
 	rm -rf $(BUILD)-install

@@ -12,7 +12,7 @@
  *   - a JUMP also needs a trampoline within the ISA's jump_reach of the
  *     site. A running process nearly always has free address space that
  *     close, but a file cannot tell: it is assumed reachable here.
- * The plans see this process's regions (np_regions); the CLI attaches no
+ * The plans see this process's regions (region_index.c); the CLI attaches no
  * probe, so there are none to merge with.
  */
 #include "core/internal.h"

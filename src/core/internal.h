@@ -104,6 +104,7 @@ struct np_site {
 	bool live;
 	bool args_only;          /* every probe here set NP_PROBE_ARGS_ONLY */
 	unsigned fpu;            /* vector state the trampoline saves */
+	struct np_site *hash_next; /* live sites by address (probe.c) */
 };
 
 enum np_fpu_save { NP_FPU_NONE = 0, NP_FPU_FULL = 1 };
@@ -120,7 +121,6 @@ struct np_region {
 	uint64_t tramp;               /* trampoline or out-of-line slot */
 	size_t tramp_len;
 	struct np_site *sites[NP_MAX_REGION_INSNS]; /* per insn, or NULL */
-	struct np_region *next;
 };
 
 /* Per-thread state. Claimed on a thread's first hit from a pool that the
@@ -180,6 +180,14 @@ struct np_site *np_site_new(uint64_t addr);
 void np_site_release(struct np_site *site);
 struct np_region *np_region_find(uint64_t addr);       /* start <= addr < end */
 struct np_region *np_region_overlapping(uint64_t start, uint64_t end);
+/* The index of the regions in place (region_index.c). np_region_each calls
+ * fn on every region overlapping [lo, hi), the latest linked first in each
+ * page, until fn returns true (then it returns true); fn must not link or
+ * unlink. */
+int np_region_link(struct np_region *r); /* 0 or -ENOMEM */
+void np_region_unlink(struct np_region *r);
+bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, void *cookie),
+		    void *cookie);
 /* Which of r's displaced instructions starts at pc, or -1. */
 int np_region_insn_index(const struct np_region *r, uint64_t pc);
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who);

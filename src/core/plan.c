@@ -46,17 +46,28 @@ static void add_target(void *cookie, uint64_t target)
 }
 
 /* Original bytes: what is mapped, with every region's patch undone. */
+struct overlay {
+	uint64_t addr;
+	uint8_t *buf;
+	size_t len;
+};
+
+static bool put_original(struct np_region *r, void *cookie)
+{
+	struct overlay *o = cookie;
+	uint64_t lo = r->start > o->addr ? r->start : o->addr;
+	uint64_t hi = r->end < o->addr + o->len ? r->end : o->addr + o->len;
+	if (lo < hi)
+		memcpy(o->buf + (lo - o->addr), r->orig + (lo - r->start), hi - lo);
+	return false;
+}
+
 int np_read_original(uint64_t addr, uint8_t *buf, size_t len)
 {
 	int err = np_code_read(addr, buf, len);
 	if (err)
 		return err;
-	for (struct np_region *r = np_regions; r; r = r->next) {
-		uint64_t lo = r->start > addr ? r->start : addr;
-		uint64_t hi = r->end < addr + len ? r->end : addr + len;
-		if (lo < hi)
-			memcpy(buf + (lo - addr), r->orig + (lo - r->start), hi - lo);
-	}
+	np_region_each(addr, addr + len, put_original, &(struct overlay){addr, buf, len});
 	return 0;
 }
 

@@ -31,7 +31,6 @@ bool np_fn_view_is_boundary(const struct fn_view *v, uint64_t addr);
 int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p);
 int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p);
 int np_read_original(uint64_t addr, uint8_t *buf, size_t len);
-extern struct np_region *np_regions;
 
 /*
  * Planning over a file's bytes instead of live memory (describe.c), for

@@ -93,36 +93,53 @@ void np_slot_free(uint32_t slot)
 /* --- sites --------------------------------------------------------------- */
 
 /* Sites are never freed, only reused with a new generation: a shadow-stack
- * frame of a thread still inside a probed call may point at one. */
-static struct np_site **sites;
-static size_t nsites, cap_sites;
+ * frame of a thread still inside a probed call may point at one. The live
+ * ones are found by address through a hash, the others wait on a stack for
+ * reuse: attaching the n-th probe must not cost O(n). */
+#define SITE_HEADS 4096
+static struct np_site *site_hash[SITE_HEADS];
+static struct np_site **spare_sites;
+static size_t nspare, cap_spare;
+
+static struct np_site **site_head(uint64_t addr)
+{
+	return &site_hash[(addr ^ (addr >> 12) ^ (addr >> 24)) % SITE_HEADS];
+}
 
 struct np_site *np_site_get(uint64_t addr)
 {
-	for (size_t i = 0; i < nsites; i++)
-		if (sites[i]->live && sites[i]->addr == addr)
-			return sites[i];
+	for (struct np_site *s = *site_head(addr); s; s = s->hash_next)
+		if (s->live && s->addr == addr)
+			return s;
 	return NULL;
 }
 
+/* Room on the spare stack for every site there is, made before a site is,
+ * so that releasing one never fails. */
+static int reserve_spare(size_t need)
+{
+	if (need <= cap_spare)
+		return 0;
+	size_t cap = cap_spare ? cap_spare * 2 : 64;
+	struct np_site **v = realloc(spare_sites, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	spare_sites = v;
+	cap_spare = cap;
+	return 0;
+}
+
+static size_t nsites_made;
+
 struct np_site *np_site_new(uint64_t addr)
 {
-	struct np_site *s = NULL;
-	for (size_t i = 0; i < nsites && !s; i++)
-		if (!sites[i]->live)
-			s = sites[i];
+	struct np_site *s = nspare ? spare_sites[--nspare] : NULL;
 	if (!s) {
-		if (nsites == cap_sites) {
-			size_t cap = cap_sites ? cap_sites * 2 : 64;
-			struct np_site **v = realloc(sites, cap * sizeof(*v));
-			if (!v)
-				return NULL;
-			sites = v;
-			cap_sites = cap;
-		}
+		if (reserve_spare(nsites_made + 1))
+			return NULL;
 		if (!(s = calloc(1, sizeof(*s))))
 			return NULL;
-		sites[nsites++] = s;
+		nsites_made++;
 	}
 	/* Stale paths may still read this object (see site_list() in
 	 * thread.c): no field passes through zero, gen and version only grow,
@@ -135,7 +152,20 @@ struct np_site *np_site_new(uint64_t addr)
 	s->func_entry = s->args_only = false;
 	s->fpu = NP_FPU_NONE;
 	s->live = true;
+	struct np_site **head = site_head(addr);
+	s->hash_next = *head;
+	*head = s;
 	return s;
+}
+
+static void unhash_site(struct np_site *s)
+{
+	for (struct np_site **pp = site_head(s->addr); *pp; pp = &(*pp)->hash_next)
+		if (*pp == s) {
+			*pp = s->hash_next;
+			break;
+		}
+	spare_sites[nspare++] = s; /* room reserved when s was made */
 }
 
 void np_site_release(struct np_site *s)
@@ -147,6 +177,7 @@ void np_site_release(struct np_site *s)
 	np_barrier_threads();
 	np_thread_wait_site(s);
 	free(l);
+	unhash_site(s);
 }
 
 static unsigned wanted_fpu(const struct np_site *s)

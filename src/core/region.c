@@ -16,22 +16,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct np_region *np_regions;
+static bool take_first(struct np_region *r, void *cookie)
+{
+	*(struct np_region **)cookie = r;
+	return true;
+}
 
 struct np_region *np_region_find(uint64_t addr)
 {
-	for (struct np_region *r = np_regions; r; r = r->next)
-		if (addr >= r->start && addr < r->end)
-			return r;
-	return NULL;
+	struct np_region *r = NULL;
+	np_region_each(addr, addr + 1, take_first, &r);
+	return r;
+}
+
+static bool keep_lowest(struct np_region *r, void *cookie)
+{
+	struct np_region **best = cookie;
+	if (!*best || r->start < (*best)->start)
+		*best = r;
+	return false;
 }
 
 struct np_region *np_region_overlapping(uint64_t start, uint64_t end)
 {
 	struct np_region *best = NULL;
-	for (struct np_region *r = np_regions; r; r = r->next)
-		if (r->start < end && r->end > start && (!best || r->start < best->start))
-			best = r;
+	np_region_each(start, end, keep_lowest, &best);
 	return best;
 }
 
@@ -66,15 +75,6 @@ static int build(struct np_region *r)
 	return 0;
 }
 
-static void unlink_region(struct np_region *r)
-{
-	for (struct np_region **pp = &np_regions; *pp; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			return;
-		}
-}
-
 /* Point the jump at r's (new) trampoline. */
 static int patch_jump(struct np_region *r, bool move_threads)
 {
@@ -104,16 +104,26 @@ static void adopt_sites(struct np_region *r)
 /* Regions inside [r->start, r->end) that r replaces. A thread may have
  * trapped on one of their breakpoints just before r's jump covered it: its
  * address keeps leading into r (see trap.c) for as long as r lives. */
+struct absorbed {
+	struct np_region *r, *v[sizeof(((struct np_region *)0)->orig)];
+	unsigned n;
+};
+
+static bool collect_absorbed(struct np_region *o, void *cookie)
+{
+	struct absorbed *a = cookie;
+	if (o != a->r && a->n < sizeof(a->v) / sizeof(*a->v))
+		a->v[a->n++] = o; /* regions do not overlap: at most one per byte */
+	return false;
+}
+
 static void drop_absorbed(struct np_region *r)
 {
-	struct np_region **pp = &np_regions;
-	while (*pp) {
-		struct np_region *o = *pp;
-		if (o == r || o->start >= r->end || o->end <= r->start) {
-			pp = &o->next;
-			continue;
-		}
-		*pp = o->next;
+	struct absorbed a = {.r = r};
+	np_region_each(r->start, r->end, collect_absorbed, &a);
+	for (unsigned i = 0; i < a.n; i++) {
+		struct np_region *o = a.v[i];
+		np_region_unlink(o);
 		np_trap_table_move(o, r);
 		np_trap_table_put(o->start, r);
 		np_codemem_retire(o->tramp, o->tramp_len);
@@ -149,11 +159,11 @@ static int install_jump(const struct plan *p, bool forced)
 	int err = build(r);
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
-		r->next = np_regions;
-		np_regions = r;
-		err = patch_jump(r, r->ninsn > 1 || absorbs);
+		err = np_region_link(r);
+		if (!err)
+			err = patch_jump(r, r->ninsn > 1 || absorbs);
 		if (err)
-			unlink_region(r);
+			np_region_unlink(r);
 	}
 	if (err) {
 		for (unsigned i = 0; i < r->ninsn; i++)
@@ -181,15 +191,16 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return err;
 	}
 	np_host_isa->emit_trap(trap);
-	if ((err = np_trap_table_put(r->start, r)) ||
+	/* indexed first, as a JUMP region is: reads of the original code see
+	 * its bytes while the breakpoint goes in */
+	if ((err = np_region_link(r)) || (err = np_trap_table_put(r->start, r)) ||
 	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
+		np_region_unlink(r);
 		np_trap_table_drop(r->start);
 		free(r);
 		return err;
 	}
 	memcpy(r->patch, trap, np_host_isa->trap_len);
-	r->next = np_regions;
-	np_regions = r;
 	return 0;
 }
 
@@ -318,7 +329,7 @@ static int remove_region(struct np_region *r)
 	}
 gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */
-	unlink_region(r);
+	np_region_unlink(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
 	np_trap_defer_free(r); /* a trap handler may still hold it */
 	return 0;

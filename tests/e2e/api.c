@@ -21,7 +21,7 @@
 #include "libtarget.h"
 #include "test.h"
 
-extern uint8_t api_seq[], api_loop[], api_tiny_nopad[], api_after_tiny[];
+extern uint8_t api_seq[], api_seq_straddle[], api_loop[], api_tiny_nopad[], api_after_tiny[];
 typedef uint64_t fn1(uint64_t);
 typedef uint64_t fn2(uint64_t, uint64_t);
 #define CALL1(f, x) (((fn1 *)(void *)(f))(x))
@@ -264,48 +264,61 @@ TEST(handlers_on_one_site_run_in_attach_order_also_after_detaching_the_middle)
 
 /* api_seq: push %rbp (+0), mov %rsp,%rbp (+1), lea (+4), add (+8), pop (+12):
  * a 5-byte jump at +0 displaces +1 and +4 too. */
-TEST(probe_inside_another_probes_displaced_bytes_both_fire)
+/* Probes on api_seq's entry and on each of its displaced instructions, in
+ * every attach and detach order, at `seq` (api_seq or a copy of it). */
+static void both_fire(uint8_t *seq)
 {
 	static const uint8_t want[14] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x8d, 0x04,
 					 0x7f, 0x48, 0x83, 0xc0, 0x07, 0x5d, 0xc3};
 	static const int offs[] = {1, 4, 8, 12};
 
-	CHECK(memcmp(api_seq, want, sizeof want) == 0);
+	CHECK(memcmp(seq, want, sizeof want) == 0);
 	e2e_log_capture();
 	for (int k = 0; k < 4; k++) {
 		for (int order_mask = 0; order_mask < 4; order_mask++) {
-			struct e2e_counter ca = {.addr = (uintptr_t)api_seq};
-			struct e2e_counter cb = {.addr = (uintptr_t)(api_seq + offs[k])};
+			struct e2e_counter ca = {.addr = (uintptr_t)seq};
+			struct e2e_counter cb = {.addr = (uintptr_t)(seq + offs[k])};
 			bool inner_first = order_mask & 1, detach_inner_first = order_mask & 2;
 			struct np_probe *a = NULL, *b = NULL;
 
 			if (inner_first)
-				b = attach(api_seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
-			a = attach(api_seq, e2e_count, NULL, &ca, NP_STRATEGY_AUTO);
+				b = attach(seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
+			a = attach(seq, e2e_count, NULL, &ca, NP_STRATEGY_AUTO);
 			if (!inner_first)
-				b = attach(api_seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
+				b = attach(seq + offs[k], e2e_count, NULL, &cb, NP_STRATEGY_AUTO);
 			CHECK(a && b);
-			CHECK_EQ(CALL1(api_seq, 5), 22);
-			CHECK_EQ(CALL1(api_seq, 6), 25);
+			CHECK_EQ(CALL1(seq, 5), 22);
+			CHECK_EQ(CALL1(seq, 6), 25);
 			CHECK_EQ(ca.hits, 2);
 			CHECK_EQ(cb.hits, 2);
 			CHECK_EQ(ca.bad_pc + cb.bad_pc, 0);
 			if (a && b && k == 0 && order_mask == 0)
-				printf("# api_seq+0: %s, api_seq+1: %s\n",
+				printf("# seq+0: %s, seq+1: %s\n",
 				       np_strategy_name(np_probe_strategy(a)),
 				       np_strategy_name(np_probe_strategy(b)));
 			if (detach_inner_first && b)
 				CHECK_EQ(e2e_detach_free(b), 0);
-			CHECK_EQ(CALL1(api_seq, 5), 22);
+			CHECK_EQ(CALL1(seq, 5), 22);
 			if (a)
 				CHECK_EQ(e2e_detach_free(a), 0);
 			if (!detach_inner_first && b)
 				CHECK_EQ(e2e_detach_free(b), 0);
 			CHECK_EQ(ca.hits, 3);
 			CHECK_EQ(cb.hits, detach_inner_first ? 2 : 3);
-			CHECK(memcmp(api_seq, want, sizeof want) == 0);
+			CHECK(memcmp(seq, want, sizeof want) == 0);
 		}
 	}
+}
+
+TEST(probe_inside_another_probes_displaced_bytes_both_fire)
+{
+	both_fire(api_seq);
+}
+
+TEST(displaced_bytes_across_a_page_boundary_are_found_from_either_page)
+{
+	CHECK_EQ(((uintptr_t)api_seq_straddle + 4) % 4096, 1);
+	both_fire(api_seq_straddle);
 }
 
 /* ---- handler restrictions, recursion guard -------------------------------- */

@@ -17,6 +17,20 @@ FUNC(api_seq)
 	ret				/* +13 c3 */
 ENDF(api_seq)
 
+/* The same function three bytes before a page ends: its first instructions
+ * (push, mov) lie in one page, the lea at +4 in the next, so a probe there
+ * must find the region that starts in the page before (region_index.c). */
+	.p2align 12
+	.skip 4096 - 3, 0xcc
+FUNC(api_seq_straddle)
+	push %rbp			/* +0  55 */
+	mov %rsp, %rbp			/* +1  48 89 e5 */
+	lea (%rdi,%rdi,2), %rax		/* +4  48 8d 04 7f */
+	add $7, %rax			/* +8  48 83 c0 07 */
+	pop %rbp			/* +12 5d */
+	ret				/* +13 c3 */
+ENDF(api_seq_straddle)
+
 	.p2align 4
 /* uint64_t api_loop(uint64_t x, uint64_t n): x * n, n >= 1. The loop head
  * at +2 is a branch target inside the first 5 bytes. */

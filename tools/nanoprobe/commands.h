@@ -8,4 +8,5 @@ int cmd_count(int argc, char **argv);
 int cmd_latency(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 #endif

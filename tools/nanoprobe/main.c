@@ -30,6 +30,9 @@ static const struct verb verbs[] = {
 	{"analyze", cmd_analyze,
 	 "analyze [--arch x86_64|arm64|riscv64] [-j] ELF...\n"
 	 "      every function entry and instruction: the probe strategy it would get, and a summary"},
+	{"bench", cmd_bench,
+	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump] [PATTERN]\n"
+	 "      per-hit cost against the kernel's uprobes, attach cost, real programs"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
 
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list, analyze)\n", argv[1]);
+	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list, analyze, bench)\n",
+		argv[1]);
 	return 2;
 }

@@ -25,7 +25,13 @@
  * The bounds check is found by walking back at most X86_RING
  * instructions from the table load, following `mov %eJ,%eI` copies of the
  * index, giving up at any other write of the index or at an instruction
- * that does not fall through. Table memory is read through np_mem.
+ * that does not fall through. gcc also bounds a switch on a char or short
+ * by comparing the narrow register and widening it after the check,
+ *       cmp $N,%dl ; ja default ; lea ... ; movzbl %dl,%edx ; movslq ...
+ * (redis-server's processCommand): a `movzx` from an 8- or 16-bit register
+ * is followed too, and then only a cmp of that very register bounds the
+ * index (a cmp of %dl says nothing of the rest of %rdx). Table memory is
+ * read through np_mem.
  *
  * Bytes that do not decode (data in text, or a desynchronised sweep) are
  * skipped one at a time. That is the conservative choice: each run of
@@ -111,16 +117,41 @@ static bool is_index_copy(const struct x86_insn *x, ZydisRegister idx)
 	       is_reg(&x->ops[0]) && is_reg(&x->ops[1]) && full_reg(x->ops[0].reg.value) == idx;
 }
 
-/* `cmp $N,%I` just before the ja/jae at step b: entries, or 0. */
-static uint64_t cmp_bound(const struct scan *s, unsigned b, ZydisRegister idx, bool ja)
+/* `movzbl %dl,%edx`-like: the index widened from an 8- or 16-bit register. */
+static bool is_index_widening(const struct x86_insn *x, ZydisRegister idx)
+{
+	ZydisRegisterClass c;
+
+	if (x->zi.mnemonic != ZYDIS_MNEMONIC_MOVZX || !is_reg(&x->ops[0]) ||
+	    full_reg(x->ops[0].reg.value) != idx || x->ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return false;
+	c = ZydisRegisterGetClass(x->ops[1].reg.value);
+	return c == ZYDIS_REGCLASS_GPR8 || c == ZYDIS_REGCLASS_GPR16;
+}
+
+/* `cmp $N,%I` just before the ja/jae at step b: entries, or 0. With a
+ * narrow index (an 8- or 16-bit register the index was widened from), the
+ * cmp must be of that register, its immediate read at that width. */
+static uint64_t cmp_bound(const struct scan *s, unsigned b, ZydisRegister idx,
+			  ZydisRegister narrow, bool ja)
 {
 	struct x86_insn c;
 	int64_t n;
 
-	if (at(s, b + 1, &c) || c.zi.mnemonic != ZYDIS_MNEMONIC_CMP || !is_reg(&c.ops[0]) ||
-	    full_reg(c.ops[0].reg.value) != idx || c.ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
+	if (at(s, b + 1, &c) || c.zi.mnemonic != ZYDIS_MNEMONIC_CMP ||
+	    c.ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+	    c.ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
 		return 0;
-	n = c.ops[1].imm.value.s + (ja ? 1 : 0);
+	if (narrow == ZYDIS_REGISTER_NONE) {
+		if (!is_reg(&c.ops[0]) || full_reg(c.ops[0].reg.value) != idx)
+			return 0;
+		n = c.ops[1].imm.value.s;
+	} else {
+		if (c.ops[0].reg.value != narrow)
+			return 0;
+		n = (int64_t)(c.ops[1].imm.value.u & (c.ops[0].size == 8 ? 0xff : 0xffff));
+	}
+	n += ja ? 1 : 0;
 	return n > 0 && n <= X86_MAX_TABLE ? (uint64_t)n : 0;
 }
 
@@ -128,18 +159,23 @@ static uint64_t cmp_bound(const struct scan *s, unsigned b, ZydisRegister idx, b
  * it, searched backwards from step 'from'. 0 when not proved. */
 static uint64_t table_bound(const struct scan *s, unsigned from, ZydisRegister idx)
 {
+	ZydisRegister narrow = ZYDIS_REGISTER_NONE;
 	struct x86_insn x;
 
 	idx = full_reg(idx);
 	for (unsigned b = from; at(s, b, &x) == 0; b++) {
 		if (x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE || x.zi.mnemonic == ZYDIS_MNEMONIC_JNB)
-			return cmp_bound(s, b, idx, x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE);
+			return cmp_bound(s, b, idx, narrow, x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE);
 		if (!falls_through(&x))
 			return 0;
-		if (is_index_copy(&x, idx))
+		if (narrow == ZYDIS_REGISTER_NONE && is_index_copy(&x, idx)) {
 			idx = full_reg(x.ops[1].reg.value);
-		else if (x86_writes(&x, idx))
+		} else if (narrow == ZYDIS_REGISTER_NONE && is_index_widening(&x, idx)) {
+			narrow = x.ops[1].reg.value;
+			idx = full_reg(narrow);
+		} else if (x86_writes(&x, idx)) {
 			return 0;
+		}
 	}
 	return 0;
 }

@@ -169,6 +169,78 @@ TEST(bounds_check_behind_a_jmp_does_not_count)
 	CHECK_EQ(scan_pie_with(9, (const uint8_t[]){0xeb, 0x00}, 2, &f), 1); /* jmp .+2 */
 }
 
+/* gcc -fPIE: switch on a char, bounded on the 8-bit register and widened
+ * after the check (redis-server's processCommand does this). */
+static const uint8_t pie_char[] = {
+	0x80, 0xfa, 0x03,                         /* 401000 cmp $0x3,%dl */
+	0x77, 0x2b,                               /* 401003 ja 0x401030 */
+	0x48, 0x8d, 0x0d, 0xf4, 0x0f, 0x00, 0x00, /* 401005 lea 0xff4(%rip),%rcx # 0x402000 */
+	0x0f, 0xb6, 0xd2,                         /* 40100c movzbl %dl,%edx */
+	0x48, 0x63, 0x14, 0x91,                   /* 40100f movslq (%rcx,%rdx,4),%rdx */
+	0x48, 0x01, 0xca,                         /* 401013 add %rcx,%rdx */
+	0xff, 0xe2,                               /* 401016 jmp *%rdx */
+	0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3,       /* 401018 mov $0xa,%eax; ret */
+	0xb8, 0x0b, 0x00, 0x00, 0x00, 0xc3,       /* 40101e mov $0xb,%eax; ret */
+	0xb8, 0x0c, 0x00, 0x00, 0x00, 0xc3,       /* 401024 mov $0xc,%eax; ret */
+	0xb8, 0x0d, 0x00, 0x00, 0x00, 0xc3,       /* 40102a mov $0xd,%eax; ret */
+	0x31, 0xc0, 0xc3,                         /* 401030 xor %eax,%eax; ret */
+};
+
+static int scan_pie_char_with(size_t at, const uint8_t *bytes, size_t n, struct found *f)
+{
+	uint8_t code[sizeof(pie_char)];
+
+	memcpy(code, pie_char, sizeof(pie_char));
+	memcpy(code + at, bytes, n);
+	fake_mem_init(&mem, TABLE);
+	fake_put32(&mem, TABLE + 0, 0xfffff018); /* 0x401018 - TABLE */
+	fake_put32(&mem, TABLE + 4, 0xfffff01e);
+	fake_put32(&mem, TABLE + 8, 0xfffff024);
+	fake_put32(&mem, TABLE + 12, 0xfffff02a);
+	fake_put32(&mem, TABLE + 16, 0x00000100); /* past the bound: not an entry */
+	return scan(code, sizeof(code), f);
+}
+
+TEST(char_switch_bounded_on_the_byte_register_then_widened_is_resolved)
+{
+	struct found f;
+
+	CHECK_EQ(scan_pie_char_with(0, pie_char, 0, &f), 0);
+	CHECK_EQ(f.n, 5);
+	CHECK(has(&f, 0x401030)); /* ja default */
+	CHECK(has(&f, 0x401018) && has(&f, 0x40101e) && has(&f, 0x401024) && has(&f, 0x40102a));
+	CHECK(!has(&f, TABLE + 0x100));
+}
+
+TEST(byte_bound_does_not_bound_the_full_register_without_the_widening)
+{
+	struct found f;
+
+	/* movzbl %dl,%edx -> 3 nops: %rdx above %dl is anything */
+	CHECK_EQ(scan_pie_char_with(12, (const uint8_t[]){0x90, 0x90, 0x90}, 3, &f), 1);
+	CHECK(!has(&f, 0x401018));
+}
+
+TEST(byte_bound_on_another_register_than_the_widened_one_is_unresolved)
+{
+	struct found f;
+
+	/* cmp $3,%dl -> cmp $3,%al; movzbl %al would be needed */
+	CHECK_EQ(scan_pie_char_with(0, (const uint8_t[]){0x3c, 0x03, 0x90}, 3, &f), 1);
+	/* cmp $3,%dh: the same full register, another byte of it */
+	CHECK_EQ(scan_pie_char_with(0, (const uint8_t[]){0x80, 0xfe, 0x03}, 3, &f), 1);
+}
+
+TEST(byte_bound_above_127_is_read_unsigned)
+{
+	struct found f;
+
+	/* cmp $0xc8,%dl; ja: 201 entries (read as signed, -56: none), so the
+	 * zeroed entries after the fifth are read too, each a branch to TABLE */
+	CHECK_EQ(scan_pie_char_with(0, (const uint8_t[]){0x80, 0xfa, 0xc8}, 3, &f), 0);
+	CHECK(has(&f, TABLE + 0x100) && has(&f, TABLE));
+}
+
 TEST(unreadable_table_is_unresolved)
 {
 	struct np_mem ops;

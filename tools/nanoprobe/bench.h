@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `nanoprobe bench`: its rows and the parts that produce them (hit rate on
+ * the trigger targets, attach cost, real programs), one file each.
+ */
+#ifndef NP_CLI_BENCH_H
+#define NP_CLI_BENCH_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum bench_backend { BK_NONE, BK_KERNEL, BK_TRAP, BK_JUMP, BK_COUNT };
+extern const char *const bench_backend_names[BK_COUNT];
+
+enum bench_kind { ROW_HITS, ROW_ATTACH, ROW_PROGRAM };
+
+struct bench_row {
+	enum bench_kind kind;
+	char bench[32];          /* "uprobe-nop", "attach-10000", "redis-get" */
+	enum bench_backend backend;
+	unsigned cpus;
+	char skipped[256];       /* why the row did not run; "" when it ran */
+	double vs_kernel;        /* this rate / the kernel row's; 0: no kernel row */
+	/* ROW_HITS */
+	double mps, mps_stddev, ns_per_hit;
+	uint64_t calls, hits;    /* hits: counted by the backend (none: 0); also attach rows */
+	uint64_t missed;         /* hits the backend saw but did not count (its own report) */
+	const char *strategy;    /* what the engine chose; NULL for none/kernel */
+	/* ROW_ATTACH */
+	unsigned probes;
+	double attach_ms, detach_ms, probes_per_sec;
+	/* ROW_PROGRAM */
+	const char *metric;      /* "seconds" (lower is better) or "rps" */
+	double value, overhead_pct;
+};
+
+struct bench_opts {
+	bool json;
+	double seconds;          /* -d: per hit row */
+	unsigned threads;        /* --threads: 0 = 1 and 2 */
+	bool backend[BK_COUNT];  /* --backend */
+	const char *pattern;     /* PATTERN: fnmatch on the bench name */
+	const char *self;        /* this executable, for the program rows */
+};
+
+/* Whether a row named `bench` is selected by the pattern. */
+bool bench_selected(const struct bench_opts *o, const char *bench);
+/* Print one row (text or JSON), as soon as it is known. */
+void bench_emit(const struct bench_opts *o, const struct bench_row *r);
+
+/* The parts. Each prints its rows through bench_emit; 0 or 1 (failure). */
+int bench_hits(const struct bench_opts *o);
+int bench_attach(const struct bench_opts *o);
+int bench_programs(const struct bench_opts *o);
+#endif
