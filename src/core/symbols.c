@@ -118,7 +118,8 @@ static struct module *load_module(const struct np_map *map)
 				}
 			}
 		}
-		qsort(m->v, m->n, sizeof(*m->v), by_start);
+		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
+			qsort(m->v, m->n, sizeof(*m->v), by_start);
 		m->next = modules;
 		modules = m;
 	} else {
