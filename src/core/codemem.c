@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define CHUNK (256 * 1024)
@@ -56,27 +57,62 @@ static uint64_t try_map(uint64_t hint)
 	return (uint64_t)p;
 }
 
-/* The free gap closest to 'near' that holds a chunk within reach. */
+/* Room left above the program break for the heap to grow into: a chunk
+ * right after [heap] made brk fail, and malloc fell back to mmap (seen as
+ * extra mmap calls in sqlite3 under probes). */
+#define BRK_ROOM (1ull << 30)
+
+static uint64_t program_break(void)
+{
+	long brk = syscall(SYS_brk, 0);
+	return brk > 0 ? (uint64_t)brk : 0;
+}
+
+/* Where in [lo, hi) a chunk would be nearest to 'near' and within reach;
+ * *best improved when closer than *best_d. */
+static void consider(uint64_t lo, uint64_t hi, uint64_t near, uint64_t reach, uint64_t *best,
+		     uint64_t *best_d)
+{
+	uint64_t pg = page_size();
+	if (hi < lo || hi - lo < CHUNK)
+		return;
+	uint64_t cand = near < lo ? lo : (near > hi - CHUNK ? hi - CHUNK : near & ~(pg - 1));
+	uint64_t d = cand > near ? cand - near : near - cand;
+	if (d < *best_d && within(cand, near, reach) && within(cand + CHUNK, near, reach)) {
+		*best = cand;
+		*best_d = d;
+	}
+}
+
+/* The free gap closest to 'near' that holds a chunk within reach, keeping
+ * [keep_lo, keep_hi) free (a gap around it counts as its two sides). */
+static uint64_t gap_near(const struct np_maps *m, uint64_t near, uint64_t reach,
+			 uint64_t keep_lo, uint64_t keep_hi)
+{
+	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
+	for (int i = 0; i + 1 < m->n; i++) {
+		uint64_t lo = (m->v[i].end + pg - 1) & ~(pg - 1), hi = m->v[i + 1].start;
+		if (lo >= keep_hi || hi <= keep_lo) {
+			consider(lo, hi, near, reach, &best, &best_d);
+			continue;
+		}
+		consider(lo, keep_lo, near, reach, &best, &best_d);
+		consider(keep_hi, hi, near, reach, &best, &best_d);
+	}
+	return best;
+}
+
 static uint64_t map_near(uint64_t near, uint64_t reach)
 {
 	struct np_maps m;
-	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
 	if (np_maps_read(&m))
 		return 0;
-	for (int i = 0; i + 1 < m.n; i++) {
-		uint64_t lo = (m.v[i].end + pg - 1) & ~(pg - 1), hi = m.v[i + 1].start;
-		if (hi < lo || hi - lo < CHUNK)
-			continue;
-		/* the end of the gap nearest to 'near' */
-		uint64_t cand = near < lo ? lo : (near > hi - CHUNK ? hi - CHUNK : near & ~(pg - 1));
-		uint64_t d = cand > near ? cand - near : near - cand;
-		if (d < best_d && within(cand, near, reach) && within(cand + CHUNK, near, reach)) {
-			best = cand;
-			best_d = d;
-		}
-	}
+	uint64_t brk = program_break();
+	uint64_t at = brk ? gap_near(&m, near, reach, brk, brk + BRK_ROOM) : 0;
+	if (!at) /* nothing else in reach: the heap's room it is */
+		at = gap_near(&m, near, reach, 0, 0);
 	np_maps_free(&m);
-	return best ? try_map(best) : 0;
+	return at ? try_map(at) : 0;
 }
 
 static struct chunk *chunk_new(uint64_t near, uint64_t reach)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "libtarget.h"
@@ -732,6 +733,37 @@ TEST(a_jump_from_far_away_into_the_first_bytes_keeps_them_in_place)
 	CHECK_EQ(api_far_target(5), 16);
 	CHECK_EQ(c.hits, 1);
 	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+/* Trampoline memory stays out of the heap's way: brk grows up from the
+ * program break, and a chunk right above it made malloc fall back to mmap. */
+static bool exec_anon_within(uint64_t lo, uint64_t hi)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e;
+		char perms[8], path[256] = "";
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &s, &e, perms, path) >= 3 &&
+		    perms[2] == 'x' && !path[0] && s < hi && e > lo)
+			found = true;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+TEST(trampolines_leave_the_heap_room_to_grow)
+{
+	struct e2e_counter c = {.addr = (uintptr_t)api_nb_tail};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	struct np_probe *p = np_probe_attach((void *)api_nb_tail, &o);
+	CHECK(p);
+	uint64_t brk = (uint64_t)(uintptr_t)sbrk(0);
+	CHECK(!exec_anon_within(brk, brk + (256ull << 20)));
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
 }
 
 /* ---- functions that return twice ----------------------------------------- */
