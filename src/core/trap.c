@@ -154,8 +154,14 @@ static const struct np_mem self_mem = {mem_read, mem_write, NULL};
 
 static void trap_hit(struct np_region *r, uint64_t at, ucontext_t *uc)
 {
-	struct np_ctx ctx = {.site = r->sites[0], .kind = NP_CTX_ENTRY};
+	struct np_ctx ctx;
 
+	/* not "= {...}": clang clears a struct this size with a call to memset
+	 * (ASan builds: to the runtime's, which calls libc's), and the hit path
+	 * calls no libc (core/nolibc.h) */
+	np_zero(&ctx, sizeof(ctx));
+	ctx.site = r->sites[0];
+	ctx.kind = NP_CTX_ENTRY;
 	np_host_regs_from_uc(&ctx.regs, uc);
 	if (r->strategy == NP_STRATEGY_JUMP || !ctx.site) {
 		/* a JUMP patch in the making, or merged over this breakpoint:

@@ -75,6 +75,7 @@ R = Results()
 # A sanitizer build: the programs' malloc is the sanitizer's.
 SANITIZED = (any(rt in open(COUNTER, "rb").read() for rt in (b"libasan", b"libclang_rt.asan"))
              if os.path.exists(COUNTER) else False)
+CLANG_ASAN = (b"libclang_rt.asan" in open(COUNTER, "rb").read()) if os.path.exists(COUNTER) else False
 
 CASES = []
 
@@ -555,6 +556,10 @@ def trap_on_every_libc_function():
     # clone3), the hit path calls no libc (__errno_location under a
     # breakpoint sent the SIGTRAP handler into itself), and the signal
     # return trampoline is never offered.
+    if CLANG_ASAN:
+        R.skip("count --strategy trap 'c:*'", "clang's ASan runtime calls libc's memset and "
+               "memcpy for its shadow memory: under breakpoints, set-up outlasts its timeout")
+        return
     p = np("count", "--strategy", "trap", "-j", "-o", "/dev/null", "c:*", "--", COUNTER, 3)
     R.eq(p.returncode, 0, "count --strategy trap 'c:*': the program exits 0", describe(p))
     R.eq(p.stdout, plain([COUNTER, 3]), "count --strategy trap 'c:*': same stdout")
