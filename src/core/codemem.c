@@ -152,6 +152,21 @@ static int open_mem(void)
 	return mem_fd;
 }
 
+/* Whole aligned words go in one store each: a `b` or `brk` replacing a
+ * word while other threads run must be single-copy atomic (docs/arm64.md). */
+static void store_code(uint64_t addr, const void *src, size_t len)
+{
+	if ((addr | len) % sizeof(uint32_t)) {
+		memcpy((void *)addr, src, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i += sizeof(uint32_t)) {
+		uint32_t w;
+		memcpy(&w, (const uint8_t *)src + i, sizeof(w));
+		__atomic_store_n((uint32_t *)(addr + i), w, __ATOMIC_RELAXED);
+	}
+}
+
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;
@@ -162,7 +177,7 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
 	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -errno;
-	memcpy((void *)addr, src, len);
+	store_code(addr, src, len);
 	if (mprotect((void *)lo, hi - lo, prot))
 		return -errno;
 	return 0;
@@ -170,10 +185,13 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 
 int np_code_write(uint64_t addr, const void *src, size_t len)
 {
-	int fd = open_mem();
-	if (fd >= 0 && pwrite(fd, src, len, (off_t)addr) == (ssize_t)len)
-		return 0;
-	return write_mprotect(addr, src, len);
+	int fd = np_host_patch_in_place() ? -1 : open_mem();
+	int err = 0;
+	if (fd < 0 || pwrite(fd, src, len, (off_t)addr) != (ssize_t)len)
+		err = write_mprotect(addr, src, len);
+	if (!err)
+		np_host_code_written(addr, len);
+	return err;
 }
 
 int np_code_read(uint64_t addr, void *dst, size_t len)
