@@ -377,17 +377,36 @@ static void miss_returns(struct np_thread *t, const struct np_shadow_frame *f)
 			bump(&t->missed[l->h[i].slot]);
 }
 
+/* Where a frame's return address is now. On x86-64 it is the slot. Where
+ * it was a register at the entry (arm64 x30), the function spilled it when
+ * it made the call that led here: into its own frame, which lies between
+ * its entry sp (the slot) and the entry sp of the next deeper probed frame
+ * (or the caller's stack pointer). Scanning down from the slot, the first
+ * word that holds the return trampoline is that spill: deeper frames come
+ * after it. 0 when none is found. */
+__attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np_shadow_frame *f,
+								 uint64_t lo)
+{
+	if (np_host_ret_in_memory())
+		return np_host_is_ret_trampoline(*(uint64_t *)f->slot) ? (uint64_t *)f->slot : NULL;
+	for (uint64_t a = (f->slot - 8) & ~(uint64_t)7; a >= lo && a < f->slot; a -= 8)
+		if (np_host_is_ret_trampoline(*(uint64_t *)a))
+			return (uint64_t *)a;
+	return NULL;
+}
+
 void np_shadow_unwind_all(struct np_thread *t)
 {
+	uint64_t lo = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 	while (t->shadow_top > 0) {
 		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
+		uint64_t *at = ret_now(f, lo);
 		f->data = 0;
-		/* a return address held in a register (arm64 x30) was spilled
-		 * where only the function knows: nothing to put back */
-		if (np_host_ret_in_memory() && np_host_is_ret_trampoline(*(uint64_t *)f->slot)) {
-			*(uint64_t *)f->slot = f->ret;
+		if (at) {
+			*at = f->ret;
 			miss_returns(t, f);
 		}
+		lo = f->slot;
 	}
 }
 
