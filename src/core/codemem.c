@@ -57,7 +57,7 @@ static uint64_t try_map(uint64_t hint)
 }
 
 /* The free gap closest to 'near' that holds a chunk within reach. */
-static uint64_t map_near(uint64_t near, uint64_t reach)
+static uint64_t gap_near(uint64_t near, uint64_t reach)
 {
 	struct np_maps m;
 	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
@@ -76,7 +76,22 @@ static uint64_t map_near(uint64_t near, uint64_t reach)
 		}
 	}
 	np_maps_free(&m);
-	return best ? try_map(best) : 0;
+	return best;
+}
+
+/* A chunk in the gap nearest to 'near'. The map of the address space is
+ * cached: when the gap it shows is taken by now (something was mapped
+ * since, such as the engine's own thread pool on the first attach; qemu-user
+ * places mappings next to the program), read it again once. */
+static uint64_t map_near(uint64_t near, uint64_t reach)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t at = gap_near(near, reach);
+		if (at && (at = try_map(at)))
+			return at;
+		np_maps_invalidate();
+	}
+	return 0;
 }
 
 static struct chunk *chunk_new(uint64_t near, uint64_t reach)

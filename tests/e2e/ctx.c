@@ -61,6 +61,31 @@ static struct np_probe *attach(void *fn, np_handler_fn entry, np_handler_fn ret,
 	return p;
 }
 
+static void count_hit(struct np_ctx *ctx, void *data)
+{
+	(void)ctx;
+	++*(unsigned *)data;
+}
+
+/* First in the file: the engine initialises on this attach and maps its
+ * thread pool, which may take the gap next to the code that its cached
+ * map of the address space offers for the trampoline (it did under
+ * qemu-user, which maps next to the program). NO_FPU: decoding the
+ * handler would have read the map again. */
+TEST(the_first_probe_of_the_process_forced_jump_gets_its_trampoline)
+{
+	unsigned hits = 0;
+	e2e_log_capture();
+	struct np_probe_opts o = e2e_opts(count_hit, &hits, NP_STRATEGY_JUMP);
+	o.flags = NP_PROBE_NO_FPU | NP_PROBE_ARGS_ONLY;
+	struct np_probe *p = np_probe_attach((void *)triple, &o);
+	CHECK(p);
+	CHECK_EQ(triple(4), 12);
+	CHECK_EQ(hits, 1);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
 static void read_args(struct np_ctx *ctx, void *data)
 {
 	struct seen *w = data;
