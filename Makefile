@@ -13,13 +13,25 @@ DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
 # fixture, the Debian cross libcs that analyze is checked on.
 DEB_PKGS += binutils-riscv64-linux-gnu gcc-riscv64-linux-gnu libc6-riscv64-cross \
             libc6-arm64-cross
+# arm64 cross build of the engine (Debian multiarch: make deps adds arm64)
+DEB_PKGS += g++-aarch64-linux-gnu libelf-dev:arm64 libdw-dev:arm64 libzydis-dev:arm64
+BUILD_ARM64 ?= $(BUILD)-arm64
+CROSS_ARM64 := cross/aarch64-linux-gnu.ini
+# the cross-built suites that run under qemu-aarch64 (no ptrace there: not
+# the CLI's); see docs/arm64.md
+ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-torture e2e-ctx
+ifeq ($(ARCH),arm64)
+INSTALL_CROSS := --cross-file $(CROSS_ARM64)
+endif
 
-.PHONY: all deps build check check-sanitize demo bench install clean
+.PHONY: all deps build check check-arm64 check-sanitize demo bench install clean
 
 all: build
 
 # Install only what is missing; apt-get update once, only when needed.
 deps:
+	@dpkg --print-foreign-architectures | grep -qx arm64 || \
+	  $$( [ "$$(id -u)" = 0 ] || echo sudo ) dpkg --add-architecture arm64
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
 	  done); \
@@ -38,7 +50,17 @@ build: deps $(BUILD)/build.ninja
 
 check: build
 	$(MESON) test -C $(BUILD) --print-errorlogs --num-processes 1 --timeout-multiplier 3; \
-	  status=$$?; python3 tools/test-summary.py $(BUILD)/meson-logs/testlog.json; exit $$status
+	  status=$$?; python3 tools/test-summary.py $(BUILD)/meson-logs/testlog.json; \
+	  $(MAKE) --no-print-directory check-arm64 || status=1; exit $$status
+
+# The engine cross-built for arm64, its e2e suites run under qemu-aarch64
+# (the cross file's exe_wrapper).
+check-arm64: deps
+	[ -f $(BUILD_ARM64)/build.ninja ] || $(MESON) setup $(BUILD_ARM64) --cross-file $(CROSS_ARM64)
+	ninja -C $(BUILD_ARM64)
+	$(MESON) test -C $(BUILD_ARM64) --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
+	  $(ARM64_TESTS); status=$$?; \
+	  python3 tools/test-summary.py $(BUILD_ARM64)/meson-logs/testlog.json; exit $$status
 
 # The suite under ASan+UBSan, built by gcc and by clang (clang's build also
 # runs the libFuzzer harnesses for a bounded number of executions).
@@ -70,10 +92,10 @@ bench: build
 
 install: deps
 	rm -rf $(BUILD)-install
-	$(MESON) setup $(BUILD)-install --prefix=$(abspath $(PREFIX)) --libdir=lib \
+	$(MESON) setup $(BUILD)-install $(INSTALL_CROSS) --prefix=$(abspath $(PREFIX)) --libdir=lib \
 	  --buildtype=release -Dtests=false
 	ninja -C $(BUILD)-install
 	$(MESON) install -C $(BUILD)-install --quiet
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-install $(BUILD)-asan-gcc $(BUILD)-asan-clang
+	rm -rf $(BUILD) $(BUILD)-install $(BUILD)-asan-gcc $(BUILD)-asan-clang $(BUILD_ARM64)

@@ -119,6 +119,10 @@ struct np_isa {
 	const char *name;     /* "x86_64", "arm64", "riscv64" */
 	unsigned jump_len;    /* bytes the JUMP patch writes */
 	unsigned trap_len;    /* bytes of the breakpoint instruction */
+	unsigned trap_pc_after; /* the pc a breakpoint's SIGTRAP reports is this
+				 * many bytes past the breakpoint: x86 int3 is a
+				 * trap (pc after it), arm64 brk and riscv ebreak
+				 * are exceptions reported at their own address */
 	unsigned max_insn;    /* longest instruction */
 	unsigned insn_align;  /* instruction alignment (1 on x86) */
 	uint64_t jump_reach;  /* +/- range of the JUMP patch */

@@ -102,7 +102,9 @@ static uint64_t gap_near(const struct np_maps *m, uint64_t near, uint64_t reach,
 	return best;
 }
 
-static uint64_t map_near(uint64_t near, uint64_t reach)
+/* The gap nearest to 'near', leaving the heap room above the break unless
+ * nothing else is in reach. 0 if none. */
+static uint64_t pick_gap(uint64_t near, uint64_t reach)
 {
 	struct np_maps m;
 	if (np_maps_read(&m))
@@ -112,7 +114,22 @@ static uint64_t map_near(uint64_t near, uint64_t reach)
 	if (!at) /* nothing else in reach: the heap's room it is */
 		at = gap_near(&m, near, reach, 0, 0);
 	np_maps_free(&m);
-	return at ? try_map(at) : 0;
+	return at;
+}
+
+/* A chunk in the gap nearest to 'near'. The map of the address space is
+ * cached: when the gap it shows is taken by now (something was mapped
+ * since, such as the engine's own thread pool on the first attach; qemu-user
+ * places mappings next to the program), read it again once. */
+static uint64_t map_near(uint64_t near, uint64_t reach)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t at = pick_gap(near, reach);
+		if (at && (at = try_map(at)))
+			return at;
+		np_maps_invalidate();
+	}
+	return 0;
 }
 
 static struct chunk *chunk_new(uint64_t near, uint64_t reach)
@@ -188,6 +205,21 @@ static int open_mem(void)
 	return mem_fd;
 }
 
+/* Whole aligned words go in one store each: a `b` or `brk` replacing a
+ * word while other threads run must be single-copy atomic (docs/arm64.md). */
+static void store_code(uint64_t addr, const void *src, size_t len)
+{
+	if ((addr | len) % sizeof(uint32_t)) {
+		memcpy((void *)addr, src, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i += sizeof(uint32_t)) {
+		uint32_t w;
+		memcpy(&w, (const uint8_t *)src + i, sizeof(w));
+		__atomic_store_n((uint32_t *)(addr + i), w, __ATOMIC_RELAXED);
+	}
+}
+
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;
@@ -198,7 +230,7 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
 	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -errno;
-	memcpy((void *)addr, src, len);
+	store_code(addr, src, len);
 	if (mprotect((void *)lo, hi - lo, prot))
 		return -errno;
 	return 0;
@@ -206,10 +238,13 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 
 int np_code_write(uint64_t addr, const void *src, size_t len)
 {
-	int fd = open_mem();
-	if (fd >= 0 && pwrite(fd, src, len, (off_t)addr) == (ssize_t)len)
-		return 0;
-	return write_mprotect(addr, src, len);
+	int fd = np_host_patch_in_place() ? -1 : open_mem();
+	int err = 0;
+	if (fd < 0 || pwrite(fd, src, len, (off_t)addr) != (ssize_t)len)
+		err = write_mprotect(addr, src, len);
+	if (!err)
+		np_host_code_written(addr, len);
+	return err;
 }
 
 int np_code_read(uint64_t addr, void *dst, size_t len)

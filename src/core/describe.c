@@ -24,22 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The machines this build can plan for. The planner decodes with
- * np_host_isa, so an ISA counts only while it is the host's; arm64 and
- * riscv64 join this table with their backends. */
-static const struct {
-	unsigned machine;
-	const struct np_isa *isa;
-} planners[] = {
-	{EM_X86_64, &np_isa_x86_64},
-};
-
+/* The planner decodes with np_host_isa, so the build plans for the host's
+ * machine only (NP_HOST_ELF_MACHINE). */
 const struct np_isa *np_describe_isa(unsigned machine)
 {
-	for (size_t i = 0; i < sizeof(planners) / sizeof(planners[0]); i++)
-		if (planners[i].machine == machine && planners[i].isa == np_host_isa)
-			return planners[i].isa;
-	return NULL;
+	return machine == NP_HOST_ELF_MACHINE ? np_host_isa : NULL;
 }
 
 int np_fn_view_from_file(struct fn_view *v, const struct np_func_bounds *fb,

@@ -239,6 +239,19 @@ int np_patch_init(void);
 /* Engine state. */
 extern pthread_mutex_t np_engine_lock;
 extern const struct np_isa *np_host_isa;
+/* The host's ISA, chosen when the library is built: the one the runtime in
+ * src/arch/<host>/ (runtime.c, tramp.S, uread.S) is written for. */
+#if defined(__x86_64__)
+#define NP_HOST_ISA np_isa_x86_64
+#define NP_HOST_ELF_MACHINE 62 /* EM_X86_64 */
+#define NP_CPU_RELAX() __builtin_ia32_pause() /* spin-wait hint */
+#elif defined(__aarch64__)
+#define NP_HOST_ISA np_isa_arm64
+#define NP_HOST_ELF_MACHINE 183 /* EM_AARCH64 */
+#define NP_CPU_RELAX() __asm__ volatile("yield")
+#else
+#error "nanoprobe has no runtime for this host CPU"
+#endif
 int np_engine_init(void);
 bool np_in_handler(void);
 void np_logf(enum np_log_level level, const char *fmt, ...)
@@ -253,12 +266,29 @@ void np_host_regs_to_uc(const struct np_regs *regs, void *uc);
 /* Build the trampoline of a region into buf (at address at). */
 int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
 size_t np_host_tramp_size(const struct np_region *region);
-/* At a function entry: the return address slot and its value. */
+/* Return probes. At a function entry, the slot names where the return
+ * address lives (x86-64: its stack address; arm64: x30, and the slot is the
+ * entry sp that identifies the frame); get/set read and replace the return
+ * address there. In the return trampoline, np_host_ret_key gives the same
+ * slot value back for the frame returning (x86-64: sp - 8 after the ret;
+ * arm64: sp, which a return leaves as it was at the entry). */
 uint64_t np_host_ret_slot(const struct np_ctx *ctx);
+uint64_t np_host_ret_get(const struct np_ctx *ctx);
+void np_host_ret_set(struct np_ctx *ctx, uint64_t value);
+uint64_t np_host_ret_key(const struct np_ctx *ctx);
 uint64_t np_host_ret_trampoline(bool fpu);
 bool np_host_is_ret_trampoline(uint64_t addr);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
+/* How code is written: through /proc/self/mem (false), or with aligned
+ * stores into the briefly writable page (true); then, after every write,
+ * the host's cache maintenance for those bytes. */
+bool np_host_patch_in_place(void);
+void np_host_code_written(uint64_t addr, size_t len);
+/* A SIGTRAP the runtime raised itself (arm64: the redirect routine, which
+ * needs every register of ctx loaded, pc and sp included): handled here
+ * when it returns true. */
+bool np_host_trap_own(void *uc);
 /* Does ctx hold the program's value of reg, given how it was built? */
 bool np_host_reg_captured(uint32_t kind, int reg);
 /* A system call without libc: the hit path must not call a libc function

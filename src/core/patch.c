@@ -184,18 +184,39 @@ static uint64_t to_trampoline(void *cookie, uint64_t pc)
 	return i < 0 ? pc : r->tramp + r->tramp_off[i];
 }
 
+/* A patch no longer than the breakpoint (arm64: every patch is one word).
+ * The Arm ARM (B2.2.5) lets another thread run a word being replaced only
+ * when the old and the new word are both one of b, bl, brk, nop (and a
+ * few system forms). So an ordinary instruction becomes a branch through
+ * a breakpoint: the old word to brk, then brk to b; a thread that meets
+ * the breakpoint meanwhile is sent on by the trap handler (the region is
+ * in the trap table while its jump is written). The first store, from an
+ * arbitrary word to brk, is the kernel's own uprobe step; the Arm ARM
+ * would have the other threads stopped for it (docs/arm64.md). */
+static int patch_word(struct np_region *r, const uint8_t *bytes, size_t len, const uint8_t *trap)
+{
+	uint8_t cur[16];
+	int err;
+	if (len == np_host_isa->trap_len && memcmp(bytes, trap, len) != 0 &&
+	    np_code_read(r->start, cur, len) == 0 && memcmp(cur, trap, len) != 0) {
+		if ((err = np_code_write(r->start, trap, len)))
+			return err;
+		np_sync_cores();
+	}
+	err = np_code_write(r->start, bytes, len);
+	np_sync_cores();
+	return err;
+}
+
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
 {
 	uint8_t trap[16], first[16];
 	size_t tl = np_host_isa->trap_len;
 	int err;
 
-	if (len <= tl) {
-		err = np_code_write(r->start, bytes, len);
-		np_sync_cores();
-		return err;
-	}
 	np_host_isa->emit_trap(trap);
+	if (len <= tl)
+		return patch_word(r, bytes, len, trap);
 	if ((err = np_code_read(r->start, first, tl)) || (err = np_code_write(r->start, trap, tl)))
 		return err;
 	np_sync_cores();

@@ -18,7 +18,7 @@
 #include <string.h>
 
 pthread_mutex_t np_engine_lock = PTHREAD_MUTEX_INITIALIZER;
-const struct np_isa *np_host_isa = &np_isa_x86_64;
+const struct np_isa *np_host_isa = &NP_HOST_ISA;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;

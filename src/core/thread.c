@@ -224,7 +224,7 @@ void np_thread_wait_site(const struct np_site *site)
 			for (unsigned spin = 0;
 			     atomic_load_explicit(&t->in_site, memory_order_acquire) == site; spin++)
 				if (spin < 1000)
-					__builtin_ia32_pause();
+					NP_CPU_RELAX();
 				else
 					sched_yield();
 		}
@@ -259,12 +259,12 @@ static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site 
 	}
 	uint64_t slot = np_host_ret_slot(ctx);
 	struct np_shadow_frame *f = &t->shadow[t->shadow_top];
-	f->ret = *(uint64_t *)slot;
+	f->ret = np_host_ret_get(ctx);
 	f->slot = slot;
 	f->site = site;
 	f->gen = site->gen;
 	t->shadow_top++;
-	*(uint64_t *)slot = np_host_ret_trampoline(site->fpu != NP_FPU_NONE);
+	np_host_ret_set(ctx, np_host_ret_trampoline(site->fpu != NP_FPU_NONE));
 }
 
 /* The inline hit path's return arming (in_site is set by the caller). */
@@ -347,7 +347,7 @@ static void __attribute__((noreturn)) shadow_lost(uint64_t key)
 void np__ret_dispatch(struct np_ctx *ctx)
 {
 	struct np_thread *t = np_thread_peek();
-	uint64_t key = ctx->regs.gpr[np_host_isa->sp_reg] - sizeof(uint64_t);
+	uint64_t key = np_host_ret_key(ctx);
 	uint32_t i = t ? t->shadow_top : 0;
 
 	while (i > 0 && t->shadow[i - 1].slot != key)
@@ -377,15 +377,36 @@ static void miss_returns(struct np_thread *t, const struct np_shadow_frame *f)
 			bump(&t->missed[l->h[i].slot]);
 }
 
+/* Where a frame's return address is now. On x86-64 it is the slot. Where
+ * it was a register at the entry (arm64 x30), the function spilled it when
+ * it made the call that led here: into its own frame, which lies between
+ * its entry sp (the slot) and the entry sp of the next deeper probed frame
+ * (or the caller's stack pointer). Scanning down from the slot, the first
+ * word that holds the return trampoline is that spill: deeper frames come
+ * after it. 0 when none is found. */
+__attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np_shadow_frame *f,
+								 uint64_t lo)
+{
+	if (np_host_ret_in_memory())
+		return np_host_is_ret_trampoline(*(uint64_t *)f->slot) ? (uint64_t *)f->slot : NULL;
+	for (uint64_t a = (f->slot - 8) & ~(uint64_t)7; a >= lo && a < f->slot; a -= 8)
+		if (np_host_is_ret_trampoline(*(uint64_t *)a))
+			return (uint64_t *)a;
+	return NULL;
+}
+
 void np_shadow_unwind_all(struct np_thread *t)
 {
+	uint64_t lo = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 	while (t->shadow_top > 0) {
 		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
+		uint64_t *at = ret_now(f, lo);
 		f->data = 0;
-		if (np_host_is_ret_trampoline(*(uint64_t *)f->slot)) {
-			*(uint64_t *)f->slot = f->ret;
+		if (at) {
+			*at = f->ret;
 			miss_returns(t, f);
 		}
+		lo = f->slot;
 	}
 }
 

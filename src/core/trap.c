@@ -232,9 +232,11 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 	struct np_region *r;
 	int saved_errno = *np_errno(); /* not errno: no libc call here */
 
+	if (np_host_trap_own(uc))
+		return;
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
-	uint64_t at = regs.pc - np_host_isa->trap_len;
+	uint64_t at = regs.pc - np_host_isa->trap_pc_after;
 	enum trap_kind kind = classify(at, &r);
 	if (kind == TRAP_OURS) {
 		trap_hit(r, at, uc);

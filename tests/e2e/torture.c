@@ -34,18 +34,31 @@ struct site {
 	unsigned off;
 };
 
-/* Entries and mid-function boundaries (layouts in torture_x86_64.S). */
+/* Entries and mid-function boundaries (layouts in torture_<isa>.S). */
 static struct site sites[] = {
+#if defined(__x86_64__)
 	{t_short, 0}, {t_short, 1}, {t_short, 4}, {t_short, 8},
 	{t_cmp, 0}, {t_cmp, 2}, {t_cmp, 5},
 	{t_loopy, 0}, {t_loopy, 2}, {t_loopy, 8},
 	{t_ret1, 0},
 	{t_ret1_caller, 0}, {t_ret1_caller, 3},
 	{t_rip, 0}, {t_rip, 7},
+#elif defined(__aarch64__)
+	{t_short, 0}, {t_short, 4}, {t_short, 8}, {t_short, 12},
+	{t_cmp, 0}, {t_cmp, 4}, {t_cmp, 8},
+	{t_loopy, 0}, {t_loopy, 4}, {t_loopy, 12},
+	{t_ret1, 0},
+	{t_ret1_caller, 0}, {t_ret1_caller, 4},
+	{t_rip, 0}, {t_rip, 4},
+#endif
 	{NULL, 0}, /* t_mix entry, filled in at run time */
 };
 #define NSITES (sizeof sites / sizeof sites[0])
+#if defined(__x86_64__)
 #define FUNC_BYTES 16 /* every asm function, with its padding */
+#else
+#define FUNC_BYTES 32
+#endif
 
 static uint8_t pristine[NSITES][FUNC_BYTES];
 static volatile int stop;
@@ -183,12 +196,28 @@ static void cycle(unsigned long i, struct stats *st)
 
 TEST(asm_targets_have_the_expected_layout)
 {
+#if defined(__x86_64__)
 	static const uint8_t short_bytes[10] = {0x53, 0x48, 0x89, 0xfb, 0x48,
 						0x8d, 0x43, 0x01, 0x5b, 0xc3};
 
 	CHECK(memcmp(t_short, short_bytes, sizeof short_bytes) == 0);
 	CHECK_EQ(t_ret1[0], 0xc3);
 	CHECK_EQ(t_ret1_caller[3], 0xe8);
+#elif defined(__aarch64__)
+	static const uint32_t short_words[4] = {
+		0xa9bf7bfd, /* stp x29, x30, [sp, #-16]! */
+		0x91000400, /* add x0, x0, #1 */
+		0xa8c17bfd, /* ldp x29, x30, [sp], #16 */
+		0xd65f03c0, /* ret */
+	};
+	uint32_t w;
+
+	CHECK(memcmp(t_short, short_words, sizeof short_words) == 0);
+	memcpy(&w, t_ret1, 4);
+	CHECK_EQ(w, 0xd65f03c0);
+	memcpy(&w, t_ret1_caller + 4, 4);
+	CHECK_EQ(w >> 26, 0x25); /* bl */
+#endif
 	CHECK_EQ(CALL2(t_loopy, 3, 5), 15);
 	CHECK_EQ(CALL2(t_rip, 1, 0), 0x1234568);
 }

@@ -111,6 +111,43 @@ static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, 
 	r->eflags &= ~0x400ull;   /* DF clear, as the ABI wants at a call */
 	r->orig_rax = (uint64_t)-1; /* no syscall to restart at fn */
 }
+#elif defined(__aarch64__)
+#define ISA_NAME     "arm64"
+#define ISA_RED_ZONE 0 /* AAPCS64 on Linux: nothing lives below sp */
+typedef struct user_regs_struct isa_regs;
+
+/* The FP/SIMD registers, and the syscall number the kernel would restart
+ * (restored with the rest when the injection is over). */
+static const int isa_ext_regsets[] = {NT_PRFPREG, NT_ARM_SYSTEM_CALL};
+
+static uint64_t isa_pc(const isa_regs *r)
+{
+	return r->pc;
+}
+
+static uint64_t isa_sp(const isa_regs *r)
+{
+	return r->sp;
+}
+
+static uint64_t isa_result(const isa_regs *r)
+{
+	return r->regs[0];
+}
+
+/*
+ * fn(args) with sp at the 16-aligned top and x30 = 0: fn's `ret` lands on
+ * pc 0 with sp == top, as on x86-64. The zero word the caller writes below
+ * top is not needed here, and harmless.
+ */
+static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, uint64_t top)
+{
+	for (int i = 0; i < n; i++)
+		r->regs[i] = args[i];
+	r->pc = fn;
+	r->sp = top;
+	r->regs[30] = 0;
+}
 #else
 #error "inject.c: remote calls are not written for this ISA yet"
 #endif

@@ -20,6 +20,7 @@ const struct np_isa np_isa_arm64 = {
 	.name = "arm64",
 	.jump_len = 4,               /* b imm26 */
 	.trap_len = 4,               /* brk #0x6e70 */
+	.trap_pc_after = 0,          /* brk reports its own address */
 	.max_insn = 4,
 	.insn_align = 4,
 	.jump_reach = (1u << 27) - 4, /* +-128 MiB, less the last word */

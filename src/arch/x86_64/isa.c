@@ -20,6 +20,7 @@ const struct np_isa np_isa_x86_64 = {
 	.name = "x86_64",
 	.jump_len = 5,            /* e9 rel32 */
 	.trap_len = 1,            /* cc */
+	.trap_pc_after = 1,       /* int3 reports the pc after it */
 	.max_insn = 15,
 	.insn_align = 1,
 	.jump_reach = 0x7fff0000, /* rel32, less a margin for the jump's own length */

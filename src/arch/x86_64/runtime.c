@@ -279,6 +279,22 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 	return ctx->regs.gpr[4];
 }
 
+uint64_t np_host_ret_get(const struct np_ctx *ctx)
+{
+	return *(const uint64_t *)np_host_ret_slot(ctx);
+}
+
+void np_host_ret_set(struct np_ctx *ctx, uint64_t value)
+{
+	*(uint64_t *)np_host_ret_slot(ctx) = value;
+}
+
+/* The return trampoline runs after the ret popped the slot. */
+uint64_t np_host_ret_key(const struct np_ctx *ctx)
+{
+	return ctx->regs.gpr[4] - sizeof(uint64_t);
+}
+
 uint64_t np_host_ret_trampoline(bool fpu)
 {
 	return fpu && ret_tramp_fpu ? ret_tramp_fpu : ret_tramp;
@@ -399,6 +415,27 @@ bool np_host_reg_captured(uint32_t kind, int reg)
 bool np_host_ret_in_memory(void)
 {
 	return true;
+}
+
+/* x86 keeps instruction fetch coherent with stores; a written page needs
+ * no maintenance, and /proc/self/mem leaves the program's mappings as they
+ * are. */
+bool np_host_patch_in_place(void)
+{
+	return false;
+}
+
+void np_host_code_written(uint64_t addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+/* Every redirect goes through np_x86_redirect without a trap. */
+bool np_host_trap_own(void *uc)
+{
+	(void)uc;
+	return false;
 }
 
 long np_host_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The handler API on every ISA, through C functions only (no assembly, so
+ * the same test runs on x86-64 and, cross-built, under qemu-aarch64):
+ * arguments in registers and on the stack, an argument register changed at
+ * the entry, the return value read and changed at the return, and
+ * np_ctx_override_return (on arm64, the redirect path through the
+ * runtime's own breakpoint). Each under AUTO and forced TRAP.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "test.h"
+
+#if defined(__x86_64__)
+#define ARG0_REG "rdi"
+#elif defined(__aarch64__)
+#define ARG0_REG "x0"
+#endif
+
+static volatile unsigned body_runs;
+
+E2E_NOIPA uint64_t sum10(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f,
+			 uint64_t g, uint64_t h, uint64_t i, uint64_t j)
+{
+	body_runs++;
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h + 9 * i + 10 * j;
+}
+
+E2E_NOIPA uint64_t triple(uint64_t x)
+{
+	body_runs++;
+	return 3 * x;
+}
+
+static const enum np_strategy strategies[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
+#define for_each_strategy(s) \
+	for (const enum np_strategy *s = strategies; s < strategies + 2; s++)
+
+struct seen {
+	unsigned hits;
+	uint64_t args[10];
+	uint64_t pc, func, retval;
+};
+
+static struct np_probe *attach(void *fn, np_handler_fn entry, np_handler_fn ret, void *data,
+			       enum np_strategy s)
+{
+	struct np_probe_opts o = e2e_opts(entry, data, s);
+	o.on_return = ret;
+	struct np_probe *p = np_probe_attach(fn, &o);
+	if (!p)
+		fprintf(stderr, "# attach %s: %s; log: %s\n", np_strategy_name(s), strerror(errno),
+			e2e_log_state.last);
+	else if (s != NP_STRATEGY_AUTO && np_probe_strategy(p) != s)
+		fprintf(stderr, "# asked %s, got %s\n", np_strategy_name(s),
+			np_strategy_name(np_probe_strategy(p)));
+	return p;
+}
+
+static void count_hit(struct np_ctx *ctx, void *data)
+{
+	(void)ctx;
+	++*(unsigned *)data;
+}
+
+/* First in the file: the engine initialises on this attach and maps its
+ * thread pool, which may take the gap next to the code that its cached
+ * map of the address space offers for the trampoline (it did under
+ * qemu-user, which maps next to the program). NO_FPU: decoding the
+ * handler would have read the map again. */
+TEST(the_first_probe_of_the_process_forced_jump_gets_its_trampoline)
+{
+	unsigned hits = 0;
+	e2e_log_capture();
+	struct np_probe_opts o = e2e_opts(count_hit, &hits, NP_STRATEGY_JUMP);
+	o.flags = NP_PROBE_NO_FPU | NP_PROBE_ARGS_ONLY;
+	struct np_probe *p = np_probe_attach((void *)triple, &o);
+	CHECK(p);
+	CHECK_EQ(triple(4), 12);
+	CHECK_EQ(hits, 1);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+static void read_args(struct np_ctx *ctx, void *data)
+{
+	struct seen *w = data;
+	w->hits++;
+	for (unsigned i = 0; i < 10; i++)
+		w->args[i] = np_ctx_arg(ctx, i);
+	w->pc = np_ctx_pc(ctx);
+	w->func = np_ctx_func(ctx);
+}
+
+TEST(ten_arguments_in_registers_and_on_the_stack_are_read_at_the_entry)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct seen w = {0};
+		struct np_probe *p = attach((void *)sum10, read_args, NULL, &w, *s);
+		CHECK(p);
+		uint64_t r = sum10(11, 12, 13, 14, 15, 16, 17, 18, 19, 20);
+		CHECK_EQ(r, 11 + 24 + 39 + 56 + 75 + 96 + 119 + 144 + 171 + 200);
+		CHECK_EQ(w.hits, 1);
+		for (unsigned i = 0; i < 10; i++)
+			CHECK_EQ(w.args[i], 11 + i);
+		CHECK_EQ(w.pc, (uint64_t)(uintptr_t)sum10);
+		CHECK_EQ(w.func, (uint64_t)(uintptr_t)sum10);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+static void set_arg0(struct np_ctx *ctx, void *data)
+{
+	++*(unsigned *)data;
+	CHECK_EQ(np_ctx_set_reg(ctx, np_reg_lookup(ARG0_REG), 7), 0);
+}
+
+TEST(an_argument_register_changed_at_the_entry_is_what_the_function_sees)
+{
+	CHECK(np_reg_lookup(ARG0_REG) >= 0);
+	for_each_strategy(s) {
+		unsigned hits = 0;
+		struct np_probe *p = attach((void *)triple, set_arg0, NULL, &hits, *s);
+		CHECK(p);
+		CHECK_EQ(triple(5), 21);
+		CHECK_EQ(hits, 1);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		CHECK_EQ(triple(5), 15);
+	}
+}
+
+static void skip_call(struct np_ctx *ctx, void *data)
+{
+	++*(unsigned *)data;
+	CHECK_EQ(np_ctx_override_return(ctx, 4242), 0);
+}
+
+TEST(override_return_skips_the_body_and_the_caller_gets_the_value)
+{
+	for_each_strategy(s) {
+		unsigned hits = 0;
+		struct np_probe *p = attach((void *)triple, skip_call, NULL, &hits, *s);
+		CHECK(p);
+		unsigned before = body_runs;
+		for (int i = 0; i < 3; i++)
+			CHECK_EQ(triple((uint64_t)i), 4242);
+		CHECK_EQ(body_runs, before);
+		CHECK_EQ(hits, 3);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		CHECK_EQ(triple(2), 6);
+		CHECK_EQ(body_runs, before + 1);
+	}
+}
+
+static void bump_retval(struct np_ctx *ctx, void *data)
+{
+	struct seen *w = data;
+	w->hits++;
+	w->retval = np_ctx_retval(ctx);
+	CHECK(np_ctx_is_return(ctx));
+	CHECK_EQ(np_ctx_set_retval(ctx, w->retval + 1), 0);
+}
+
+TEST(the_return_value_is_read_and_changed_at_the_return)
+{
+	for_each_strategy(s) {
+		struct seen w = {0};
+		struct np_probe *p = attach((void *)triple, NULL, bump_retval, &w, *s);
+		CHECK(p);
+		CHECK_EQ(triple(10), 31);
+		CHECK_EQ(w.hits, 1);
+		CHECK_EQ(w.retval, 30);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		CHECK_EQ(triple(10), 30);
+	}
+}
+
+TEST_MAIN()
