@@ -9,6 +9,7 @@
 
 #include "arch/arch.h"
 #include "test.h"
+#include "unit/fake_mem.h"
 
 #define ISA (&np_isa_arm64)
 #define PC  0x401000ull /* where each vector of a64_vectors[] is decoded */
@@ -30,17 +31,6 @@ extern const size_t a64_nvectors;
 void a64_le(uint8_t *p, uint32_t w);
 uint32_t a64_at(const uint8_t *p);
 
-/* A fake memory: buf stands for [base, base + sizeof(buf)). */
-struct fake_mem {
-	uint64_t base;
-	uint8_t buf[4096];
-};
-
-void fake_mem_init(struct fake_mem *m, uint64_t base);
-struct np_mem fake_mem_ops(struct fake_mem *m);
-void fake_put64(struct fake_mem *m, uint64_t addr, uint64_t v);
-uint64_t fake_get64(const struct fake_mem *m, uint64_t addr);
-void fake_put32(struct fake_mem *m, uint64_t addr, uint32_t v);
 
 /*
  * Relocate the words src[0..n) (at src_pc) to dst_pc with a jump back to

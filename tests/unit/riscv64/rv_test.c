@@ -27,39 +27,6 @@ void rv_code(struct rv_code *c, const uint64_t *words)
 	}
 }
 
-static int fake_read(void *cookie, uint64_t addr, void *dst, size_t len)
-{
-	struct fake_mem *m = cookie;
-
-	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
-	    len > sizeof(m->buf) - (addr - m->base))
-		return -EFAULT;
-	memcpy(dst, m->buf + (addr - m->base), len);
-	return 0;
-}
-
-static int fake_write(void *cookie, uint64_t addr, const void *src, size_t len)
-{
-	struct fake_mem *m = cookie;
-
-	if (addr < m->base || addr - m->base > sizeof(m->buf) ||
-	    len > sizeof(m->buf) - (addr - m->base))
-		return -EFAULT;
-	memcpy(m->buf + (addr - m->base), src, len);
-	return 0;
-}
-
-void fake_mem_init(struct fake_mem *m, uint64_t base)
-{
-	memset(m, 0, sizeof(*m));
-	m->base = base;
-}
-
-struct np_mem fake_mem_ops(struct fake_mem *m)
-{
-	return (struct np_mem){fake_read, fake_write, m};
-}
-
 /* ------------------------------------------------------------------ */
 
 struct dests {

@@ -9,6 +9,7 @@
 
 #include "arch/arch.h"
 #include "test.h"
+#include "unit/fake_mem.h"
 
 #define ISA (&np_isa_riscv64)
 #define PC  0x10000ull /* where each vector of rv_vectors[] is decoded */
@@ -42,13 +43,6 @@ struct rv_code {
 void rv_code(struct rv_code *c, const uint64_t *words);
 uint32_t rv_le32(const uint8_t *p);
 
-/* A fake memory: buf stands for [base, base + sizeof(buf)). */
-struct fake_mem {
-	uint64_t base;
-	uint8_t buf[4096];
-};
-void fake_mem_init(struct fake_mem *m, uint64_t base);
-struct np_mem fake_mem_ops(struct fake_mem *m);
 
 /*
  * Relocate src (at src_pc) to dst_pc with a jump back to resume_pc and the

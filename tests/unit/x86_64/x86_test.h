@@ -9,6 +9,7 @@
 
 #include "arch/arch.h"
 #include "test.h"
+#include "unit/fake_mem.h"
 
 #define ISA (&np_isa_x86_64)
 #define PC  0x401000ull /* where each vector of x86_vectors[] is decoded */
@@ -30,18 +31,6 @@ struct x86_vec {
 extern const struct x86_vec x86_vectors[];
 extern const size_t x86_nvectors;
 
-/* A fake memory: buf stands for [base, base + sizeof(buf)). */
-struct fake_mem {
-	uint64_t base;
-	uint8_t buf[4096];
-};
-
-/* Clear m and place it at base; then fake_mem_ops(m) reads and writes it. */
-void fake_mem_init(struct fake_mem *m, uint64_t base);
-struct np_mem fake_mem_ops(struct fake_mem *m);
-void fake_put64(struct fake_mem *m, uint64_t addr, uint64_t v);
-uint64_t fake_get64(const struct fake_mem *m, uint64_t addr);
-void fake_put32(struct fake_mem *m, uint64_t addr, uint32_t v);
 
 /*
  * Relocate src (at src_pc) to dst_pc with a jump back to resume_pc, then
