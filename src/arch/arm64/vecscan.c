@@ -21,10 +21,7 @@
 #include <stdlib.h>
 
 #include "arch/arm64/internal.h"
-
-#define SCAN_BUDGET 4096 /* instructions */
-#define SEEN_SLOTS 8192  /* power of two */
-_Static_assert(SCAN_BUDGET < SEEN_SLOTS, "the budget must run out before the table fills");
+#include "arch/codewalk.h"
 
 A64_INSN(simd_fp_dp, 0x0e000000, 0x0e000000) /* op0 x111 */
 A64_INSN(ldst_vector, 0x0e000000, 0x0c000000) /* op0 x1x0 with V (bit 26) set */
@@ -37,31 +34,8 @@ A64_INSN(plt_br_x17, 0xffffffff, 0xd61f0220)
 
 struct scan {
 	const struct np_mem *mem;
-	uint64_t seen[SEEN_SLOTS];
-	uint64_t todo[256];
-	unsigned ntodo, steps;
+	struct np_walk w;
 };
-
-static bool mark(struct scan *s, uint64_t pc)
-{
-	for (unsigned i = (unsigned)(pc * 0x9e3779b97f4a7c15ull >> 51) % SEEN_SLOTS;;
-	     i = (i + 1) % SEEN_SLOTS) {
-		if (s->seen[i] == pc)
-			return false;
-		if (s->seen[i] == 0) {
-			s->seen[i] = pc;
-			return true;
-		}
-	}
-}
-
-static bool push(struct scan *s, uint64_t pc)
-{
-	if (pc == 0 || s->ntodo == A64_ARRAY_SIZE(s->todo))
-		return false;
-	s->todo[s->ntodo++] = pc;
-	return true;
-}
 
 static bool touches_state(uint32_t w)
 {
@@ -94,22 +68,22 @@ static int step(struct scan *s, uint32_t w, const struct np_insn *in)
 	if (touches_state(w) || in->cls == NP_INSN_REJECTED)
 		return -1;
 	if (a64_is_plt_adrp_x16(w) && plt_target(s, in->pc, &to) == 0)
-		return push(s, to) ? 1 : -1;
+		return np_walk_push(&s->w, to) ? 1 : -1;
 	if ((in->flags & NP_INSN_INDIRECT) && !(in->flags & NP_INSN_RET))
 		return -1;
-	if ((in->flags & NP_INSN_BRANCH) && !push(s, in->target))
+	if ((in->flags & NP_INSN_BRANCH) && !np_walk_push(&s->w, in->target))
 		return -1;
 	return (in->flags & (NP_INSN_RET | NP_INSN_NOFALL)) ? 1 : 0;
 }
 
 static int scan_path(struct scan *s, uint64_t pc)
 {
-	while (mark(s, pc)) {
+	while (np_walk_mark(&s->w, pc)) {
 		uint8_t code[4];
 		struct np_insn in;
 		int r;
 
-		if (++s->steps > SCAN_BUDGET || s->mem->read(s->mem->cookie, pc, code, 4) ||
+		if (!np_walk_step(&s->w) || s->mem->read(s->mem->cookie, pc, code, 4) ||
 		    a64_decode(code, 4, pc, &in))
 			return -1;
 		r = step(s, a64_word(code), &in);
@@ -129,9 +103,9 @@ int a64_vector_state_used(uint64_t fn, const struct np_mem *mem)
 	if (!s)
 		return 1; /* cannot prove it: save the state */
 	s->mem = mem;
-	push(s, fn);
-	while (s->ntodo && !used)
-		used = scan_path(s, s->todo[--s->ntodo]) < 0;
+	np_walk_push(&s->w, fn);
+	for (uint64_t pc; !used && np_walk_pop(&s->w, &pc);)
+		used = scan_path(s, pc) < 0;
 	free(s);
 	return used;
 }

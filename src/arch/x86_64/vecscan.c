@@ -15,44 +15,16 @@
  * itself: also "yes", which is the conservative answer.
  */
 #include "arch/x86_64/internal.h"
+#include "arch/codewalk.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SCAN_BUDGET 4096 /* instructions */
-#define SEEN_SLOTS 8192  /* power of two */
-/* Each instruction scanned fills one slot: a full table never ends mark(). */
-_Static_assert(SCAN_BUDGET < SEEN_SLOTS, "the budget must run out before the table fills");
-
 struct scan {
 	const struct np_mem *mem;
-	uint64_t seen[SEEN_SLOTS];
-	uint64_t todo[256];
-	unsigned ntodo, steps;
+	struct np_walk w;
 };
-
-static bool mark(struct scan *s, uint64_t pc)
-{
-	for (unsigned i = (unsigned)(pc * 0x9e3779b97f4a7c15ull >> 51) % SEEN_SLOTS;;
-	     i = (i + 1) % SEEN_SLOTS) {
-		if (s->seen[i] == pc)
-			return false;
-		if (s->seen[i] == 0) {
-			s->seen[i] = pc;
-			return true;
-		}
-	}
-}
-
-/* pc 0 (a null slot) is unknown code: mark() takes 0 for an empty slot. */
-static bool push(struct scan *s, uint64_t pc)
-{
-	if (pc == 0 || s->ntodo == sizeof(s->todo) / sizeof(s->todo[0]))
-		return false;
-	s->todo[s->ntodo++] = pc;
-	return true;
-}
 
 static bool vector_register(ZydisRegister r)
 {
@@ -113,25 +85,25 @@ static int step(struct scan *s, const struct x86_insn *x, const struct np_insn *
 		return -1;
 	if (in->flags & NP_INSN_INDIRECT) {
 		uint64_t to;
-		if (follow_slot(s, in, &to) || !push(s, to))
+		if (follow_slot(s, in, &to) || !np_walk_push(&s->w, to))
 			return -1;
 		return (in->flags & NP_INSN_CALL) ? 0 : 1;
 	}
-	if ((in->flags & NP_INSN_BRANCH) && !push(s, in->target))
+	if ((in->flags & NP_INSN_BRANCH) && !np_walk_push(&s->w, in->target))
 		return -1;
 	return (in->flags & (NP_INSN_RET | NP_INSN_NOFALL)) ? 1 : 0;
 }
 
 static int scan_path(struct scan *s, uint64_t pc)
 {
-	while (mark(s, pc)) {
+	while (np_walk_mark(&s->w, pc)) {
 		uint8_t code[15];
 		struct x86_insn x;
 		struct np_insn in;
 		size_t avail = sizeof(code); /* less when a hole follows closely */
 		while (avail && s->mem->read(s->mem->cookie, pc, code, avail))
 			avail--;
-		if (++s->steps > SCAN_BUDGET || !avail)
+		if (!np_walk_step(&s->w) || !avail)
 			return -1;
 		if (x86_zdecode(code, avail, &x))
 			return -1;
@@ -153,9 +125,9 @@ int x86_vector_state_used(uint64_t fn, const struct np_mem *mem)
 	if (!s)
 		return 1; /* cannot prove it: save the state */
 	s->mem = mem;
-	push(s, fn);
-	while (s->ntodo && !used)
-		used = scan_path(s, s->todo[--s->ntodo]) < 0;
+	np_walk_push(&s->w, fn);
+	for (uint64_t pc; !used && np_walk_pop(&s->w, &pc);)
+		used = scan_path(s, pc) < 0;
 	free(s);
 	return used;
 }
