@@ -1098,6 +1098,19 @@ def duration_with_a_started_program():
 
 
 @case
+def agent_exit_work_not_counted():
+    # The agent's destructor runs on the program's exiting thread and takes
+    # its lock with pthread_mutex_trylock; the counter program calls no
+    # trylock of its own, so a count here would be the agent's (and whether
+    # its lock is free depends on the control thread's tick, which made the
+    # differential runs' counts vary from run to run).
+    p = np("count", "-j", "c:pthread_mutex_trylock", "work", "--", COUNTER, 5)
+    counts, _ = json_counts(p.stdout)
+    R.eq(counts, {"work": 5, "pthread_mutex_trylock": 0},
+         "the agent's exit work is not counted as the program's", describe(p))
+
+
+@case
 def program_descriptors_unchanged():
     # the agent keeps its descriptors high: the program's open() gets the
     # number it gets without nanoprobe
