@@ -21,6 +21,7 @@
 
 #include <nanoprobe/nanoprobe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -203,6 +204,19 @@ int np_trap_table_move(const struct np_region *from, struct np_region *to);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
 
+/* Signals that are not ours (sigchain.c). np_sig_chain delivers one to
+ * the disposition 'act' as the kernel would have (SA_RESETHAND writes
+ * SIG_DFL into 'home'); 'refaults': returning re-executes the instruction
+ * that raised it. The program's SIGTRAP disposition is kept behind the
+ * engine's handler: np_trap_chain_swap reads and sets it (as sigaction
+ * would; -EAGAIN before the engine's handler is installed), np_trap_chain
+ * delivers to it. */
+void np_sig_chain(const struct sigaction *act, struct sigaction *home, int sig, siginfo_t *si,
+		  void *uc, bool refaults);
+void np_trap_chain_init(const struct sigaction *prev);
+int np_trap_chain_swap(const struct sigaction *act, struct sigaction *old);
+void np_trap_chain(int sig, siginfo_t *si, void *uc);
+
 /* Function bounds. */
 struct np_func_bounds {
 	uint64_t start, end;  /* the function, [start, end) */
@@ -235,6 +249,9 @@ int np_threads_move_out(uint64_t start, uint64_t end,
 			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
 int np_patch_init(void);
+/* The signal that moves threads out of bytes being patched: a thread that
+ * blocks it makes such a patch fail. */
+int np_patch_signal(void);
 
 /* Engine state. */
 extern pthread_mutex_t np_engine_lock;

@@ -242,6 +242,11 @@ static int pick_signal(void)
 	return sig > 0 && sig <= SIGRTMAX ? sig : SIGRTMAX - 3;
 }
 
+int np_patch_signal(void)
+{
+	return fixup_sig ? fixup_sig : pick_signal();
+}
+
 int np_patch_init(void)
 {
 	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,

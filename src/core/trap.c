@@ -14,8 +14,9 @@
  * this already slow path). A SIGTRAP whose breakpoint has already been
  * removed (the thread trapped just before we restored the byte) is
  * recognised because the byte is no longer a breakpoint: the thread simply
- * re-executes the restored instruction. Anything else goes to the handler
- * the program installed, or kills it as SIGTRAP would have.
+ * re-executes the restored instruction. Anything else (the program's own
+ * breakpoints, a SIGTRAP sent by kill) goes to the disposition the program
+ * set (sigchain.c).
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
@@ -62,7 +63,6 @@ void np_trap_defer_free(void *old)
 	}
 	retired[nretired++] = old;
 }
-static struct sigaction prev_action;
 
 static struct np_region *lookup(const struct trap_table *t, uint64_t addr)
 {
@@ -181,23 +181,6 @@ static void trap_hit(struct np_region *r, uint64_t at, ucontext_t *uc)
 	np_host_regs_to_uc(&ctx.regs, uc);
 }
 
-static void chain(int sig, siginfo_t *si, void *uc)
-{
-	if (prev_action.sa_flags & SA_SIGINFO) {
-		if (prev_action.sa_sigaction)
-			prev_action.sa_sigaction(sig, si, uc);
-		return;
-	}
-	if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN) {
-		prev_action.sa_handler(sig);
-		return;
-	}
-	/* Die as the program would have without us (SIGTRAP from int3 cannot
-	 * be ignored: the kernel forces it). */
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
 enum trap_kind { TRAP_OURS, TRAP_GONE, TRAP_FOREIGN };
 
 /* Whose breakpoint is at 'at'. The table lookup and the look at the byte
@@ -234,6 +217,13 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 
 	if (np_host_trap_own(uc))
 		return;
+	if (si->si_code <= 0) {
+		/* sent by a process (kill, raise), not a breakpoint: the pc is
+		 * not after one of ours, whatever the byte before it holds */
+		np_trap_chain(sig, si, ucv);
+		*np_errno() = saved_errno;
+		return;
+	}
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
 	uint64_t at = regs.pc - np_host_isa->trap_pc_after;
@@ -246,7 +236,7 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 	}
 	atomic_fetch_sub(&readers, 1);
 	if (kind == TRAP_FOREIGN)
-		chain(sig, si, ucv);
+		np_trap_chain(sig, si, ucv);
 	*np_errno() = saved_errno;
 }
 
@@ -254,6 +244,10 @@ int np_trap_init(void)
 {
 	struct sigaction sa = {.sa_sigaction = sigtrap_handler,
 			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER};
+	struct sigaction prev;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGTRAP, &sa, &prev_action) ? -errno : 0;
+	if (sigaction(SIGTRAP, &sa, &prev))
+		return -errno;
+	np_trap_chain_init(&prev);
+	return 0;
 }
