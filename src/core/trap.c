@@ -19,6 +19,7 @@
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/watch.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -234,6 +235,12 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 
 	if (np_host_trap_own(uc))
 		return;
+	if (si->si_code == NP_TRAP_PERF) { /* a perf event's: ours is a watch */
+		if (!np_watch_trap(si, ucv))
+			chain(sig, si, ucv);
+		*np_errno() = saved_errno;
+		return;
+	}
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
 	uint64_t at = regs.pc - np_host_isa->trap_pc_after;
