@@ -248,7 +248,8 @@ struct np_watch_opts {
  * mapped at addr, not executable for EXEC, bad arguments), ENOSPC (some
  * thread has no free debug register: the other watches of this process,
  * or a debugger, hold them all), EAGAIN (threads kept appearing while the
- * watch was placed), EOPNOTSUPP (no hardware breakpoints here: an
+ * watch was placed), EBUSY (another watch covers some of the same bytes:
+ * an access would raise one signal for both), EOPNOTSUPP (no hardware breakpoints here: an
  * emulator, a kernel without them or before 5.13), EACCES (perf events
  * forbidden: perf_event_paranoid, seccomp), EMFILE, ENOMEM, EDEADLK (from
  * a handler). */

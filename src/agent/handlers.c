@@ -342,3 +342,39 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
 		break;
 	}
 }
+
+/* --- watchpoints ---------------------------------------------------------- */
+
+/* A watched access: the accessing pc, where the thread resumed, and the
+ * old and new values as arguments (what np_watch_hit says of them). Runs
+ * in the engine's SIGTRAP handler, like every other handler here: no libc. */
+void np_agent_on_watch(const struct np_watch_hit *hit, void *data)
+{
+	const struct aprobe *ap = data;
+	uint64_t ts = now_ns();
+	struct np_ring *r = ring_self();
+	if (!r)
+		return;
+	count_hit(r, ap);
+	uint64_t head = r->head;
+	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, ap->max_record, &head);
+	if (!rec)
+		return;
+	uint64_t *arg = (uint64_t *)(rec + 1);
+	unsigned nargs = ap->m.nargs == 2 ? 2 : 0;
+	if (nargs) {
+		arg[0] = hit->old_value;
+		arg[1] = hit->new_value;
+	}
+	int cpu = np_cpu();
+	rec->len = (uint32_t)(sizeof(*rec) + 8u * nargs);
+	rec->probe = (uint16_t)ap->m.id;
+	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
+	rec->fault_mask = nargs && !(hit->flags & NP_WATCH_HIT_VALUE) ? 3u : 0u;
+	rec->reserved = hit->flags;
+	rec->ts = ts;
+	rec->pc = hit->pc;
+	rec->func = np_ctx_pc(hit->ctx);
+	rec->entry_ts = 0;
+	__atomic_store_n(&r->head, head + rec->len, __ATOMIC_RELEASE);
+}

@@ -116,6 +116,24 @@ static int check_mapped(uint64_t addr, size_t len, enum np_watch_type type, char
 	return 0;
 }
 
+/* Two of our watches over the same bytes would both fire on one access,
+ * and the kernel queues one SIGTRAP per thread at a time (a standard
+ * signal): the second would be lost. Engine lock held. */
+static int check_overlap(uint64_t addr, size_t len, char *why, size_t cap)
+{
+	uint64_t end = addr + (len ? len : 1);
+	for (int i = 0; i < NP_WATCH_MAX; i++) {
+		const struct np_watch *w = atomic_load(&np_watch_table[i].watch);
+		if (w && addr < w->addr + (w->len ? w->len : 1) && w->addr < end) {
+			snprintf(why, cap, "it overlaps watch '%s' (0x%llx, %zu bytes): one access "
+				 "would signal both, and one signal would be lost", w->name,
+				 (unsigned long long)w->addr, w->len);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
 /* --- events ------------------------------------------------------------------ */
 
 static void event_attr(struct perf_event_attr *a, uint64_t addr, size_t len,
@@ -496,6 +514,8 @@ static int attach_locked(struct np_watch **out, uint64_t addr, size_t len,
 	int err = np_watch_check_shape(addr, len, type, why, sizeof(why));
 	if (!err)
 		err = check_mapped(addr, len, type, why, sizeof(why));
+	if (!err)
+		err = check_overlap(addr, len, why, sizeof(why));
 	if (err) {
 		np_logf(NP_LOG_ERROR, "watch '%s': %s", label, why);
 		return err;

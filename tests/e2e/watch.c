@@ -529,6 +529,26 @@ TEST(bad_inputs_are_einval_with_their_reason)
 	}
 }
 
+TEST(overlapping_watches_are_refused)
+{
+	if (!have_hw("overlap"))
+		return;
+	struct tally t = {0};
+	struct np_watch *w = watch(&watched[0], 8, NP_WATCH_WRITE, &t);
+	CHECK(w != NULL);
+	int fds = open_fds();
+	e2e_log_capture();
+	errno = 0;
+	CHECK(watch((char *)&watched[0] + 4, 4, NP_WATCH_RW, &t) == NULL);
+	CHECK_EQ(errno, EBUSY);
+	CHECK(strstr(e2e_log_state.last, "overlaps watch") != NULL);
+	CHECK_EQ(open_fds(), fds);
+	struct np_watch *next = watch(&watched[1], 8, NP_WATCH_RW, &t); /* beside it: fine */
+	CHECK(next != NULL);
+	np_watch_free(next);
+	np_watch_free(w);
+}
+
 TEST(read_write_watch_counts_loads_and_stores)
 {
 	if (!have_hw("rw"))

@@ -46,7 +46,10 @@ static void on_stop_signal(int sig)
 
 static void catch_stop_signals(void)
 {
-	struct sigaction sa = {.sa_handler = on_stop_signal};
+	/* SA_RESTART: a signal arriving in the middle of printing an event must
+	 * not cut the line (stdio drops what an interrupted write() left); the
+	 * loops see stop_requested within one poll interval anyway */
+	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -245,7 +248,7 @@ static int start_target(const struct session_opts *o, const char *sock, char *er
 }
 
 static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
-		     char *err, size_t errlen)
+		     const struct session_ops *ops, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < c->set->n; i++)
 		c->set->p[i].state = 0;
@@ -258,6 +261,8 @@ static int handshake(const struct session_opts *o, struct control *c, struct np_
 		snprintf(err, errlen, "no probe could be placed");
 		rc = -ENOENT;
 	}
+	if (!rc && ops->on_ready) /* a program we started has not run main yet */
+		ops->on_ready(ops->cookie);
 	/* A preloaded program waits in its constructor for this word. */
 	if (o->cmd)
 		send_simple(c->fd, rc ? NP_MSG_DETACH : NP_MSG_GO);
@@ -368,7 +373,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
 					     sizeof(err));
 		if (rc >= 0)
-			rc = handshake(o, &c, &h, err, sizeof(err));
+			rc = handshake(o, &c, &h, ops, err, sizeof(err));
 		if (rc && n == 0 && o->cmd)
 			launch_kill_child(); /* before its main: it never ran */
 		if (rc && (n == 0 || c.fd >= 0))
