@@ -99,10 +99,18 @@ int np_watch_check_shape(uint64_t addr, size_t len, enum np_watch_type type, cha
 	return 0;
 }
 
-/* Mapped, and readable (data: the handler reads the value) or executable. */
+/* Mapped, and readable (data: the handler reads the value) or executable.
+ * A readable word is the common case and answers without reading the
+ * address-space map (which costs more than the whole attach otherwise). */
 static int check_mapped(uint64_t addr, size_t len, enum np_watch_type type, char *why,
 			size_t cap)
 {
+	uint64_t v;
+	int saved = errno;
+	bool readable = type != NP_WATCH_EXEC && np_watch_read_value(addr, len, &v) == 0;
+	errno = saved;
+	if (readable || (type == NP_WATCH_EXEC && np_code_mapped_exec(addr, 1)))
+		return 0;
 	struct np_map m;
 	if (np_maps_lookup(addr, &m) || addr + (len ? len : 1) > m.end) {
 		snprintf(why, cap, "nothing is mapped at 0x%llx", (unsigned long long)addr);

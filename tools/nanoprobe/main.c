@@ -36,8 +36,8 @@ static const struct verb verbs[] = {
 	 "      every function entry and instruction: the probe strategy it would get, and a summary"},
 #ifdef NP_HAVE_BENCH /* x86-64 only so far (tools/nanoprobe/meson.build) */
 	{"bench", cmd_bench,
-	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump] [PATTERN]\n"
-	 "      per-hit cost against the kernel's uprobes, attach cost, real programs"},
+	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump,watch] [PATTERN]\n"
+	 "      per-hit cost against the kernel's uprobes, attach cost, real programs, watchpoints"},
 #endif
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
