@@ -144,7 +144,7 @@ def check_watch_rows(rows):
                 # the last watch counted one store from each of the n threads
                 check(r["hits"] == n, f"{name}: placed on every thread", r)
     for b_, p_, t_ in ((0, 2, 8), (1, 2, 8), (4, 2, 8), (4, 2, 64)):
-        bench = f"bp-thread-b{b_}-p{p_}-t{t_}"
+        bench = f"bp-b{b_}-p{p_}-t{t_}"
         for b in ("kernel", "none" if b_ == 0 else "watch"):
             r = rows.get((bench, b, p_))
             if not check(r is not None, f"{bench} {b}: row present"):

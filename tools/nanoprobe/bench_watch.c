@@ -7,7 +7,7 @@
  *                    np_watch_free) with T threads alive: an event per
  *                    thread. Beside it, `kernel`: the same events opened
  *                    and closed with bare perf_event_open, the floor.
- *   bp-thread-bB-pP-tT
+ *   bp-bB-pP-tT
  *                    the pattern of `perf bench breakpoint thread` (the
  *                    benchmark of the seed's commit): B watches placed, then
  *                    P threads each create and join batches of T threads
@@ -267,7 +267,7 @@ static int perf_churn(unsigned b, unsigned p, unsigned t, unsigned rounds, doubl
 static void thread_rows(const struct bench_opts *o, unsigned b, unsigned p, unsigned t)
 {
 	char name[32];
-	snprintf(name, sizeof(name), "bp-thread-b%u-p%u-t%u", b, p, t);
+	snprintf(name, sizeof(name), "bp-b%u-p%u-t%u", b, p, t);
 	if (!bench_selected(o, name))
 		return;
 	/* about -d seconds at perf's own pace here (~60 usecs per thread) */

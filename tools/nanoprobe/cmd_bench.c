@@ -76,7 +76,7 @@ static void emit_json(const struct bench_row *r)
 	case ROW_USECS:
 		printf(",\"usecs_per_op\":%.3f,\"ops\":%llu,\"threads\":%u", r->usecs_per_op,
 		       (unsigned long long)r->ops, r->threads);
-		if (!strncmp(r->bench, "bp-thread", 9))
+		if (!strncmp(r->bench, "bp-", 3))
 			printf(",\"breakpoints\":%u,\"parallel\":%u", r->breakpoints, r->cpus);
 		else if (r->backend == BK_WATCH)
 			printf(",\"hits\":%llu", (unsigned long long)r->hits);

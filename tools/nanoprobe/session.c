@@ -163,7 +163,9 @@ static void note_attached(struct control *c, const struct np_msg_attached *m)
 	r->addr = m->addr;
 	r->state = m->err ? -1 : 1;
 	snprintf(r->why, sizeof(r->why), "%.*s", (int)sizeof(m->why) - 1, m->why);
-	if (m->err)
+	if (m->err && !r->m.path[0]) /* a watch of an address, not of a module's symbol */
+		fprintf(stderr, "nanoprobe: cannot place %s:%s: %s\n", r->group, r->event, r->why);
+	else if (m->err)
 		fprintf(stderr, "nanoprobe: cannot place %s:%s at %s+0x%llx: %s\n", r->group,
 			r->event, r->m.path, (unsigned long long)r->m.vaddr, r->why);
 }
