@@ -143,6 +143,12 @@ def check_watch_rows(rows):
             if b == "watch":
                 # the last watch counted one store from each of the n threads
                 check(r["hits"] == n, f"{name}: placed on every thread", r)
+    for b in ("none", "kernel", "watch"):
+        r = rows.get(("watch-store", b, 1))
+        if check(r is not None and "skipped" not in r, f"watch-store {b}: ran", r):
+            check(r["usecs_per_op"] > 0 and r["ops"] > 0, f"watch-store {b}: usecs, ops", r)
+            if b != "none":
+                check(r["hits"] == r["ops"], f"watch-store {b}: one hit per store", r)
     for b_, p_, t_ in ((0, 2, 8), (1, 2, 8), (4, 2, 8), (4, 2, 64)):
         bench = f"bp-b{b_}-p{p_}-t{t_}"
         for b in ("kernel", "none" if b_ == 0 else "watch"):

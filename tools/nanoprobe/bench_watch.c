@@ -7,6 +7,9 @@
  *                    np_watch_free) with T threads alive: an event per
  *                    thread. Beside it, `kernel`: the same events opened
  *                    and closed with bare perf_event_open, the floor.
+ *   watch-store      one store to a watched byte (trap, signal, a counting
+ *                    handler), next to a store alone (`none`) and to the
+ *                    kernel counting the breakpoint without a signal.
  *   bp-bB-pP-tT
  *                    the pattern of `perf bench breakpoint thread` (the
  *                    benchmark of the seed's commit): B watches placed, then
@@ -297,6 +300,67 @@ static void thread_rows(const struct bench_opts *o, unsigned b, unsigned p, unsi
 	}
 }
 
+/* --- one store under a watch ----------------------------------------------------- */
+
+/* The kernel's part alone: a breakpoint that only counts (what `perf
+ * stat -e mem:ADDR:w` does), no signal. */
+static int count_open(void *addr)
+{
+	struct perf_event_attr a = {.type = PERF_TYPE_BREAKPOINT, .size = sizeof(a),
+				    .bp_type = HW_BREAKPOINT_W, .bp_len = 1,
+				    .bp_addr = (uint64_t)(uintptr_t)addr, .exclude_kernel = 1,
+				    .exclude_hv = 1};
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* What a watched store costs the thread that makes it: the trap, the
+ * signal, the handler (a counter), the return; next to the store alone
+ * and to the kernel counting it without a signal. */
+static void store_rows(const struct bench_opts *o)
+{
+	if (!bench_selected(o, "watch-store"))
+		return;
+	static const enum bench_backend order[] = {BK_NONE, BK_KERNEL, BK_WATCH};
+	double kernel_us = 0;
+	for (unsigned k = 0; k < 3; k++) {
+		enum bench_backend b = order[k];
+		if (!o->backend[b])
+			continue;
+		struct bench_row r = {.kind = ROW_USECS, .backend = b, .cpus = 1, .threads = 1};
+		snprintf(r.bench, sizeof(r.bench), "watch-store");
+		uint64_t hits = 0, n = b == BK_NONE ? 1000000 : 2000;
+		struct np_watch_opts wo = NP_WATCH_OPTS(.data = &hits);
+		struct np_watch *w = b == BK_WATCH ? np_watch_attach(&bytes[32], 1, NP_WATCH_WRITE,
+								     count_fn, &wo) : NULL;
+		int fd = b == BK_KERNEL ? count_open(&bytes[32]) : -1;
+		if ((b == BK_WATCH && !w) || (b == BK_KERNEL && fd < 0)) {
+			snprintf(r.skipped, sizeof(r.skipped), "%s", strerror(errno));
+			bench_emit(o, &r);
+			continue;
+		}
+		double spent = 0;
+		while (spent < o->seconds * 1e6 / 4 || r.ops < n) {
+			double t0 = now_us();
+			for (uint64_t i = 0; i < n; i++)
+				*(volatile char *)&bytes[32] = (char)i;
+			spent += now_us() - t0;
+			r.ops += n;
+		}
+		r.hits = __atomic_load_n(&hits, __ATOMIC_SEQ_CST);
+		if (fd >= 0 && read(fd, &r.hits, sizeof(r.hits)) != sizeof(r.hits))
+			r.hits = 0;
+		if (fd >= 0)
+			close(fd);
+		np_watch_free(w);
+		r.usecs_per_op = spent / (double)r.ops;
+		if (b == BK_KERNEL)
+			kernel_us = r.usecs_per_op;
+		else if (b == BK_WATCH && kernel_us > 0)
+			r.vs_kernel = kernel_us / r.usecs_per_op;
+		bench_emit(o, &r);
+	}
+}
+
 int bench_watch(const struct bench_opts *o)
 {
 	static const unsigned alive[] = {0, 15, 63}; /* threads beside the bench's own */
@@ -321,6 +385,7 @@ int bench_watch(const struct bench_opts *o)
 		if (o->backend[BK_WATCH])
 			attach_row(o, alive[i], BK_WATCH, &kernel_us);
 	}
+	store_rows(o);
 	for (unsigned i = 0; i < sizeof(shapes) / sizeof(*shapes); i++)
 		thread_rows(o, shapes[i][0], shapes[i][1], shapes[i][2]);
 	return 0;

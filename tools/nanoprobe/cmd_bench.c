@@ -74,11 +74,12 @@ static void emit_json(const struct bench_row *r)
 			       (unsigned long long)r->hits);
 		break;
 	case ROW_USECS:
-		printf(",\"usecs_per_op\":%.3f,\"ops\":%llu,\"threads\":%u", r->usecs_per_op,
+		printf(",\"usecs_per_op\":%.5f,\"ops\":%llu,\"threads\":%u", r->usecs_per_op,
 		       (unsigned long long)r->ops, r->threads);
 		if (!strncmp(r->bench, "bp-", 3))
 			printf(",\"breakpoints\":%u,\"parallel\":%u", r->breakpoints, r->cpus);
-		else if (r->backend == BK_WATCH)
+		else if (r->backend == BK_WATCH ||
+			 (r->backend == BK_KERNEL && !strcmp(r->bench, "watch-store")))
 			printf(",\"hits\":%llu", (unsigned long long)r->hits);
 		break;
 	}
@@ -103,7 +104,8 @@ static void emit_text(const struct bench_row *r)
 		       r->attach_ms, r->detach_ms, r->probes_per_sec);
 		break;
 	case ROW_USECS:
-		printf("%10.3f usecs/op (%llu ops)", r->usecs_per_op, (unsigned long long)r->ops);
+		printf("%10.*f usecs/op (%llu ops)", r->usecs_per_op < 0.1 ? 5 : 3, r->usecs_per_op,
+		       (unsigned long long)r->ops);
 		break;
 	case ROW_PROGRAM:
 		if (!strcmp(r->metric, "rps"))
