@@ -186,8 +186,8 @@ NP_API bool np_fault_guard_refresh(void);
  * perf_event_open(PERF_TYPE_BREAKPOINT) on every thread, the threads
  * created later included (the kernel copies the event into each new
  * thread; nothing of ours runs on thread creation). One SIGTRAP per
- * access: a few microseconds, the price of a breakpoint. Each thread has
- * few debug registers (np_watch_slots(): 4 on x86-64, shared by every
+ * access: microseconds (15 in the VM of docs/performance.md). Each thread
+ * has few debug registers (np_watch_slots(): 4 on x86-64, shared by every
  * type); a watch that cannot be placed on every thread is refused. Linux
  * 5.13 or later (perf_event_attr.sigtrap). See docs/design.md. */
 enum np_watch_type {
