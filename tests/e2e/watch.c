@@ -236,6 +236,77 @@ TEST(threads_created_after_attach_are_watched)
 	np_watch_free(w);
 }
 
+/* Threads that keep appearing while the watch is placed: a pass whose
+ * thread list grew is undone and placed again, so when attach returns,
+ * every thread has the watch once, and every store made after that is
+ * counted; or, if threads never stopped appearing, EAGAIN and nothing left. */
+struct churn {
+	_Atomic int stop, phase;
+	_Atomic uint64_t expected, spawned;
+};
+
+static void *churn_child(void *arg)
+{
+	struct churn *c = arg;
+	if (atomic_load(&c->phase)) { /* attach has returned: must be seen */
+		atomic_fetch_add(&c->expected, 1);
+		watch_store(&watched[6], 1);
+	} else {
+		spare[7] = 1;
+	}
+	return NULL;
+}
+
+static void *churn_spawner(void *arg)
+{
+	struct churn *c = arg;
+	while (!atomic_load(&c->stop)) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, churn_child, c) == 0) {
+			pthread_detach(th);
+			atomic_fetch_add(&c->spawned, 1);
+		}
+	}
+	return NULL;
+}
+
+TEST(threads_appearing_during_attach_are_all_covered)
+{
+	if (!have_hw("churn"))
+		return;
+	static struct churn c;
+	struct tally t = {0};
+	pthread_t sp[2];
+	int fds = open_fds();
+	for (int i = 0; i < 2; i++)
+		pthread_create(&sp[i], NULL, churn_spawner, &c);
+	while (atomic_load(&c.spawned) < 50)
+		usleep(100);
+	errno = 0;
+	struct np_watch *w = watch(&watched[6], 8, NP_WATCH_WRITE, &t);
+	int err = errno;
+	atomic_store(&c.phase, 1);
+	uint64_t until = atomic_load(&c.spawned) + 200;
+	while (atomic_load(&c.spawned) < until)
+		usleep(100);
+	atomic_store(&c.stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(sp[i], NULL);
+	usleep(100000); /* the last detached children finish */
+	if (w) {
+		printf("# placed while %llu threads were created; %llu stores after\n",
+		       (unsigned long long)atomic_load(&c.spawned),
+		       (unsigned long long)atomic_load(&c.expected));
+		CHECK(atomic_load(&c.expected) >= 200);
+		CHECK_EQ(np_watch_hits(w), atomic_load(&c.expected));
+		np_watch_free(w);
+	} else {
+		printf("# threads kept appearing: EAGAIN\n");
+		CHECK_EQ(err, EAGAIN);
+	}
+	CHECK_EQ(open_fds(), fds);
+}
+
 /* A handler that records every (old, new) pair in order. */
 struct pairs {
 	_Atomic unsigned n;
