@@ -427,6 +427,10 @@ static int place_everywhere(struct np_watch *w)
 	if (err == -EAGAIN)
 		np_logf(NP_LOG_ERROR, "watch '%s': threads kept appearing while it was placed "
 			"(%d attempts): try again", w->name, PLACE_ATTEMPTS);
+	else if (err == -EMFILE || err == -ENFILE)
+		np_logf(NP_LOG_ERROR, "watch '%s': out of file descriptors: a watch takes one per "
+			"thread alive when it is placed (%s)", w->name,
+			err == -EMFILE ? "ulimit -n" : "the system's limit");
 	else if (err && err != -ENOSPC)
 		np_logf(NP_LOG_ERROR, "watch '%s': perf_event_open: %s", w->name, strerror(-err));
 	return err;
