@@ -87,7 +87,9 @@ static bool fetch_valid(const struct np_fetch *f)
 static bool probe_valid(const struct np_msg_probe *m, uint32_t want_id)
 {
 	if (m->id != want_id || m->nargs > NP_MAX_ARGS || m->action < NP_ACT_COUNT ||
-	    m->action > NP_ACT_LATENCY || m->strategy > NP_STRATEGY_TRAP)
+	    m->action > NP_ACT_WATCH || m->strategy > NP_STRATEGY_TRAP)
+		return false;
+	if (m->action == NP_ACT_WATCH && (m->nargs > 2 || m->watch_len > 8))
 		return false;
 	for (unsigned i = 0; i < m->nargs; i++)
 		if (!fetch_valid(&m->args[i]))

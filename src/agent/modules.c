@@ -55,6 +55,8 @@ static bool module_bias(uint64_t dev, uint64_t ino, uint64_t *bias)
 static void attached_msg(const struct aprobe *ap, int err)
 {
 	struct np_msg_attached m = {.type = NP_MSG_ATTACHED, .id = ap->m.id, .err = err};
+	if (ap->watch)
+		m.addr = ap->bias + ap->m.vaddr;
 	if (ap->probe) {
 		m.strategy = np_probe_strategy(ap->probe);
 		m.addr = (uint64_t)(uintptr_t)np_probe_addr(ap->probe);
@@ -77,8 +79,23 @@ static unsigned probe_flags(const struct aprobe *ap)
 	return flags | NP_PROBE_ARGS_ONLY;
 }
 
+static void attach_watch(struct aprobe *ap, uint64_t bias)
+{
+	struct np_watch_opts o = NP_WATCH_OPTS(.data = ap);
+	np_agent.why[0] = 0;
+	ap->bias = bias;
+	ap->watch = np_watch_attach((void *)(uintptr_t)(bias + ap->m.vaddr), ap->m.watch_len,
+				    (enum np_watch_type)ap->m.watch_type, np_agent_on_watch, &o);
+	ap->state = ap->watch ? AP_ATTACHED : AP_FAILED;
+	attached_msg(ap, ap->watch ? 0 : -errno);
+}
+
 static void attach_one(struct aprobe *ap, uint64_t bias)
 {
+	if (ap->m.action == NP_ACT_WATCH) {
+		attach_watch(ap, bias);
+		return;
+	}
 	struct np_probe_opts o = NP_PROBE_OPTS(.data = ap, .strategy = ap->m.strategy,
 					       .flags = probe_flags(ap));
 	np_agent_handlers(ap, &o.on_entry, &o.on_return);
@@ -103,7 +120,9 @@ int np_agent_attach_pending(void)
 		uint64_t bias;
 		if (ap->state != AP_PENDING)
 			continue;
-		if (module_bias(ap->m.dev, ap->m.ino, &bias))
+		if (ap->m.action == NP_ACT_WATCH && !ap->m.dev && !ap->m.ino)
+			attach_one(ap, 0); /* an absolute address */
+		else if (module_bias(ap->m.dev, ap->m.ino, &bias))
 			attach_one(ap, bias);
 		else
 			waiting++;
@@ -119,11 +138,14 @@ static void forget_unloaded(void)
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t bias;
-		if (ap->state != AP_ATTACHED || module_bias(ap->m.dev, ap->m.ino, &bias))
+		if (ap->state != AP_ATTACHED || (!ap->m.dev && !ap->m.ino) ||
+		    module_bias(ap->m.dev, ap->m.ino, &bias))
 			continue;
-		ap->missed_before += np_probe_missed(ap->probe);
+		ap->missed_before += ap->watch ? np_watch_missed(ap->watch) : np_probe_missed(ap->probe);
 		np_probe_free(ap->probe);
+		np_watch_free(ap->watch);
 		ap->probe = NULL;
+		ap->watch = NULL;
 		ap->state = AP_PENDING;
 	}
 }
@@ -137,7 +159,13 @@ void np_agent_detach_all(void)
 			ap->missed_before += np_probe_missed(ap->probe);
 			np_probe_free(ap->probe);
 		}
+		if (ap->watch) {
+			np_watch_detach(ap->watch);
+			ap->missed_before += np_watch_missed(ap->watch);
+			np_watch_free(ap->watch);
+		}
 		ap->probe = NULL;
+		ap->watch = NULL;
 	}
 	np_agent_publish_missed();
 }
@@ -147,7 +175,8 @@ void np_agent_publish_missed(void)
 	uint64_t *missed = np_agent.shm ? np_shm_missed(np_agent.shm) : NULL;
 	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
 		const struct aprobe *ap = &np_agent.probes[i];
-		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0);
+		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0) +
+			    (ap->watch ? np_watch_missed(ap->watch) : 0);
 	}
 }
 

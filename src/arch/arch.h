@@ -183,6 +183,16 @@ struct np_isa {
 	uint64_t millicode_link; /* a call linking through one of these is
 				  * millicode, which keeps no convention
 				  * (riscv t0: __riscv_save_N) */
+
+	/* Watchpoints (src/core/watch_hit.c). watch_pc_after: a data
+	 * watchpoint's SIGTRAP reports the pc after the accessing instruction
+	 * (x86: data breakpoints are traps), which is then found by walking
+	 * instruction lengths from its function's start. insn_length: the
+	 * length of the instruction at code, -EILSEQ or -ENODATA; it runs in
+	 * the SIGTRAP handler, so no libc, no globals. NULL when every
+	 * instruction is max_insn bytes long. */
+	bool watch_pc_after;
+	int (*insn_length)(const uint8_t *code, size_t avail);
 };
 
 extern const struct np_isa np_isa_x86_64;

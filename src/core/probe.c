@@ -11,6 +11,7 @@
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/watch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -504,6 +505,7 @@ NP_API void np_maintain(void)
 		return;
 	pthread_mutex_lock(&np_engine_lock);
 	np_thread_pool_stock();
+	np_watch_maintain(); /* watch_hit.c: modules loaded since */
 	pthread_mutex_unlock(&np_engine_lock);
 }
 

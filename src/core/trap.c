@@ -20,6 +20,7 @@
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/watch.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -221,6 +222,12 @@ static void sigtrap_handler(int sig, siginfo_t *si, void *ucv)
 		/* sent by a process (kill, raise), not a breakpoint: the pc is
 		 * not after one of ours, whatever the byte before it holds */
 		np_trap_chain(sig, si, ucv);
+		*np_errno() = saved_errno;
+		return;
+	}
+	if (si->si_code == NP_TRAP_PERF) { /* a perf event's: ours is a watch */
+		if (!np_watch_trap(si, ucv))
+			np_trap_chain(sig, si, ucv);
 		*np_errno() = saved_errno;
 		return;
 	}

@@ -35,6 +35,9 @@ int x86_zdecode(const uint8_t *code, size_t avail, struct x86_insn *x);
 /* Length and category only (no operands): several times faster, for
  * sweeps that look closer only at control flow. 0 or -EILSEQ. */
 int x86_zdecode_quick(const uint8_t *code, size_t avail, ZydisDecodedInstruction *zi);
+/* The np_isa insn_length hook: the length only, through Zydis'
+ * instruction decoder, which calls no libc (its operand decoder does). */
+int x86_insn_length(const uint8_t *code, size_t avail);
 /* Class, flags, target and sim id of an already decoded instruction. */
 void x86_classify(const struct x86_insn *x, uint64_t pc, struct np_insn *out);
 /* Hardware number (rax 0 .. r15 15) of a 64-bit GPR, -1 for anything else. */
