@@ -54,6 +54,8 @@ enum {
 	NP_CTX_RETURN = 1,
 	NP_CTX_CAPTURE_ARGS = 0x100, /* NP_PROBE_ARGS_ONLY entry */
 	NP_CTX_CAPTURE_RET = 0x200,  /* the return trampoline */
+	NP_CTX_ARMED = 0x400,        /* the entry trampoline pushed a shadow
+				      * frame itself: it calls the function */
 };
 #define NP_CTX_KIND(ctx) ((ctx)->kind & 0xff)
 
@@ -134,6 +136,10 @@ struct np_shadow_frame {
 	/* np_ctx_call_data: written by the entry handlers before the frame is
 	 * pushed, so it is zeroed whenever a frame leaves the stack. */
 	uint64_t data;
+	/* What the slot holds while the frame is armed: the shared return
+	 * trampoline, or the return point of the trampoline that called the
+	 * function (x86-64 JUMP). Unwinders put ret back where they find it. */
+	uint64_t expect;
 };
 
 struct np_thread {
