@@ -84,7 +84,8 @@ struct np_probe_opts {
  * failure: EINVAL (bad options, not an instruction boundary, on_return away
  * from a function entry), ENOEXEC (no executable mapping at addr),
  * EOPNOTSUPP (the site cannot be patched: reason logged), ENOMEM,
- * ENOSPC (65,536 probes attached already),
+ * ENOSPC (65,536 probes attached already), E2BIG (more probes at one
+ * address than its trampoline holds: 64 with entry and return handlers),
  * EDEADLK (called from a handler), EBUSY (conflicts with a forced strategy
  * already in place), EAGAIN (another thread could not be checked). */
 NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts);

@@ -343,6 +343,34 @@ static void attach_and_detach_inside(struct np_ctx *ctx, void *data)
 	d->detach_errno = errno;
 }
 
+/* A JUMP trampoline runs a site's handlers inline; past what one block
+ * holds (64 probes with entry and return handlers), an attach fails with
+ * E2BIG, and the probes already there keep counting. */
+TEST(too_many_probes_at_one_jump_site_fail_with_e2big_the_others_still_count)
+{
+	enum { MAX = 100 };
+	struct np_probe *p[MAX];
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	int n = 0, err = 0;
+
+	o.on_return = e2e_count;
+	e2e_log_capture();
+	for (; n < MAX; n++)
+		if (!(p[n] = np_probe_attach((void *)add_one, &o))) {
+			err = errno;
+			break;
+		}
+	CHECK(n >= 64 && n < MAX);
+	CHECK_EQ(err, E2BIG);
+	CHECK_EQ(add_one_p(41), 42);
+	CHECK_EQ(c.hits, 2 * (uint64_t)n); /* each probe: entry and return */
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(e2e_detach_free(p[i]), 0);
+	CHECK_EQ(add_one_p(1), 2);
+	CHECK_EQ(c.hits, 2 * (uint64_t)n);
+}
+
 TEST(attach_and_detach_from_a_handler_fail_with_edeadlk)
 {
 	e2e_log_capture();
