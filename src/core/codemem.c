@@ -188,19 +188,24 @@ int np_fd_move_high(int fd)
 }
 
 /* The descriptor names the process that opened it: a forked child that
- * used its parent's would patch (or restore) its parent's code. */
+ * used its parent's would patch (or restore) its parent's code. Every
+ * entry point of the engine that writes code checks once, under the
+ * engine lock (a getpid per write was a tenth of a batch's time). */
 static pid_t mem_pid;
 
-static int open_mem(void)
+void np_code_begin(void)
 {
-	pid_t self = getpid();
-	if (mem_fd >= 0 && mem_pid != self) {
+	if (mem_fd >= 0 && mem_pid != getpid()) {
 		close(mem_fd);
 		mem_fd = -1;
 	}
+}
+
+static int open_mem(void)
+{
 	if (mem_fd < 0) {
 		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
-		mem_pid = self;
+		mem_pid = getpid();
 	}
 	return mem_fd;
 }
@@ -236,7 +241,56 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	return 0;
 }
 
+/* Trampolines written while a batch is being built are gathered into one
+ * write per run of consecutive allocations (the gaps between them, never
+ * handed out, filled with int3), written before any other write to code,
+ * so always before a jump can lead to them. */
+#define STAGE_MAX (64 * 1024)
+static struct {
+	uint64_t at;
+	size_t len;
+	uint8_t buf[STAGE_MAX];
+} stage;
+
+static int write_now(uint64_t addr, const void *src, size_t len);
+static int stage_flush(void);
+
+int np_codemem_flush(void)
+{
+	return stage_flush();
+}
+
+static int stage_flush(void)
+{
+	size_t len = stage.len;
+	stage.len = 0;
+	return len ? write_now(stage.at, stage.buf, len) : 0;
+}
+
+int np_codemem_fill(uint64_t addr, const void *src, size_t len)
+{
+	if (!np_batch_active() || len > STAGE_MAX)
+		return np_code_write(addr, src, len);
+	uint64_t end = stage.at + stage.len;
+	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX) {
+		int err = stage_flush();
+		if (err)
+			return err;
+		stage.at = addr, end = addr;
+	}
+	memset(stage.buf + stage.len, 0xcc, addr - end);
+	memcpy(stage.buf + (addr - stage.at), src, len);
+	stage.len = addr - stage.at + len;
+	return 0;
+}
+
 int np_code_write(uint64_t addr, const void *src, size_t len)
+{
+	int err = stage_flush();
+	return err ? err : write_now(addr, src, len);
+}
+
+static int write_now(uint64_t addr, const void *src, size_t len)
 {
 	int fd = np_host_patch_in_place() ? -1 : open_mem();
 	int err = 0;
@@ -247,8 +301,14 @@ int np_code_write(uint64_t addr, const void *src, size_t len)
 	return err;
 }
 
+/* Readable code is copied directly, fault-safe (uread.c): no system call.
+ * Execute-only pages are read through /proc/self/mem. */
 int np_code_read(uint64_t addr, void *dst, size_t len)
 {
+	int saved = errno;
+	if (np_read_user(dst, addr, len) == 0)
+		return 0;
+	errno = saved;
 	int fd = open_mem();
 	if (fd >= 0 && pread(fd, dst, len, (off_t)addr) == (ssize_t)len)
 		return 0;

@@ -201,11 +201,31 @@ int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
 int np_site_publish(struct np_site *site);
 
+/* Batches (batch.c, engine lock held): between begin and end, region.c
+ * queues the regions it places or removes, and one pass of the patching
+ * protocol writes them all (at end, or at a flush when something must see
+ * them in place first). A queued region that cannot be placed is undone
+ * (np_region_abandon) and failed() is told about each of its sites;
+ * np_batch_end returns the first error of a removal. */
+void np_batch_begin(void (*failed)(struct np_site *site, int err));
+int np_batch_end(void);
+bool np_batch_active(void);
+bool np_batch_pending(const struct np_region *r);
+void np_batch_flush(void);
+int np_batch_install(struct np_region *r, bool move_threads); /* r->patch */
+int np_batch_remove(struct np_region *r, size_t len);         /* r->orig */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err));
+void np_region_forget(struct np_region *r); /* removed: unlink, retire */
+
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_put(uint64_t addr, struct np_region *region);
 int np_trap_table_drop(uint64_t addr);
 int np_trap_table_move(const struct np_region *from, struct np_region *to);
+int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
+			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
+			    void *cookie);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
 
@@ -229,6 +249,11 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 void np_codemem_retire(uint64_t addr, size_t len);
 int np_code_write(uint64_t addr, const void *src, size_t len);
+/* A trampoline's bytes: in a batch, gathered with its neighbours' into one
+ * write, made before the next np_code_write. */
+int np_codemem_fill(uint64_t addr, const void *src, size_t len);
+int np_codemem_flush(void);
+void np_code_begin(void); /* an API call that may write code starts */
 bool np_code_mapped_exec(uint64_t addr, size_t len);
 int np_code_read(uint64_t addr, void *dst, size_t len);
 

@@ -63,7 +63,7 @@ static int build(struct np_region *r)
 	uint64_t at = np_codemem_alloc(r->start, cap, reach);
 	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
-		n = np_code_write(at, buf, (size_t)n) ?: n;
+		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
 	free(buf);
 	if (n < 0) {
 		if (at)
@@ -75,19 +75,29 @@ static int build(struct np_region *r)
 	return 0;
 }
 
-/* Point the jump at r's (new) trampoline. */
+/* Point the jump at r's (new) trampoline, now: what a batch queued goes
+ * in first. */
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[16];
 	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
 	if (err < 0)
 		return err;
+	np_batch_flush();
 	if ((err = np_trap_table_put(r->start, r)))
 		return err;
 	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
 	memcpy(r->patch, jmp, np_host_isa->jump_len);
 	np_trap_table_drop(r->start);
 	return err;
+}
+
+/* In a batch, a region that replaces none is queued (batch.c): its jump
+ * is written with the others'. */
+static int queue_jump(struct np_region *r)
+{
+	int err = np_host_isa->emit_jump(r->patch, r->start, r->tramp);
+	return err < 0 ? err : np_batch_install(r, r->ninsn > 1);
 }
 
 static void adopt_sites(struct np_region *r)
@@ -151,16 +161,23 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 
 static int install_jump(const struct plan *p, bool forced)
 {
+	struct np_region *over = np_region_overlapping(p->start, p->end);
+	if (over && np_batch_active()) { /* what it replaces must be in place */
+		np_batch_flush();
+		over = np_region_overlapping(p->start, p->end);
+	}
 	struct np_region *r = region_from_plan(p, NP_STRATEGY_JUMP, forced);
 	if (!r)
 		return -ENOMEM;
-	bool absorbs = np_region_overlapping(r->start, r->end) != NULL;
+	bool absorbs = over != NULL;
 	adopt_sites(r);
 	int err = build(r);
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
 		err = np_region_link(r);
-		if (!err)
+		if (!err && np_batch_active() && !absorbs)
+			err = queue_jump(r);
+		else if (!err)
 			err = patch_jump(r, r->ninsn > 1 || absorbs);
 		if (err)
 			np_region_unlink(r);
@@ -191,17 +208,27 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return err;
 	}
 	np_host_isa->emit_trap(trap);
+	memcpy(r->patch, trap, np_host_isa->trap_len);
 	/* indexed first, as a JUMP region is: reads of the original code see
 	 * its bytes while the breakpoint goes in */
-	if ((err = np_region_link(r)) || (err = np_trap_table_put(r->start, r)) ||
-	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
-		np_region_unlink(r);
-		np_trap_table_drop(r->start);
-		free(r);
-		return err;
+	if ((err = np_region_link(r)))
+		goto fail;
+	if (np_batch_active()) {
+		if ((err = np_batch_install(r, false)))
+			goto fail;
+		return 0;
 	}
-	memcpy(r->patch, trap, np_host_isa->trap_len);
+	np_batch_flush();
+	if ((err = np_trap_table_put(r->start, r)) ||
+	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false)))
+		goto fail;
 	return 0;
+fail:
+	np_region_unlink(r);
+	np_trap_table_drop(r->start);
+	site->region = NULL;
+	free(r);
+	return err;
 }
 
 static void log_refusal(const char *who, uint64_t addr, const char *strategy, const char *why)
@@ -318,6 +345,9 @@ static int remove_region(struct np_region *r)
 				    "dropping the probe without restoring", (unsigned long long)r->start);
 		goto gone;
 	}
+	if (np_batch_active()) /* restored with the batch's other regions */
+		return np_batch_remove(r, patch_len(r));
+	np_batch_flush();
 	err = np_trap_table_put(r->start, r);
 	if (!err)
 		err = np_patch_region(r, r->orig, patch_len(r), false);
@@ -329,10 +359,36 @@ static int remove_region(struct np_region *r)
 	}
 gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */
+	np_region_forget(r);
+	return 0;
+}
+
+/* Removed (its entries gone from the trap table): out of the index, its
+ * trampoline retired. */
+void np_region_forget(struct np_region *r)
+{
 	np_region_unlink(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
 	np_trap_defer_free(r); /* a trap handler may still hold it */
-	return 0;
+}
+
+/* A queued region that could not be placed (nothing of it is in the code
+ * and the trap table has let it go): undone, and each of its sites is
+ * reported to failed(). */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err))
+{
+	struct np_site *sites[NP_MAX_REGION_INSNS];
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->ninsn; i++)
+		if (r->sites[i]) {
+			r->sites[i]->region = NULL;
+			sites[n++] = r->sites[i];
+		}
+	np_region_forget(r);
+	for (unsigned i = 0; i < n; i++)
+		if (failed)
+			failed(sites[i], err);
 }
 
 int np_region_remove_site(struct np_site *site)

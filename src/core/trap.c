@@ -136,6 +136,35 @@ int np_trap_table_move(const struct np_region *from, struct np_region *to)
 	return table_edit(0, to, from);
 }
 
+/* Many edits in one copy of the table (a batch of attaches or detaches,
+ * core/batch.c): entries for which drop() says so go, then (r->start -> r)
+ * for each of add[0..nadd), which must be sorted by start, replaces any
+ * entry at that address. */
+int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
+			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
+			    void *cookie)
+{
+	struct trap_table *old = atomic_load(&table);
+	size_t n = old ? old->n : 0, j = 0, k = 0;
+	struct trap_table *t = malloc(sizeof(*t) + (n + nadd) * sizeof(t->e[0]));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct trap_entry e = old->e[i];
+		for (; k < nadd && add[k]->start < e.addr; k++)
+			t->e[j++] = (struct trap_entry){add[k]->start, add[k]};
+		if ((k < nadd && add[k]->start == e.addr) || (drop && drop(e.addr, e.region, cookie)))
+			continue;
+		t->e[j++] = e;
+	}
+	for (; k < nadd; k++)
+		t->e[j++] = (struct trap_entry){add[k]->start, add[k]};
+	t->n = j;
+	atomic_store_explicit(&table, t, memory_order_seq_cst);
+	np_trap_defer_free(old);
+	return 0;
+}
+
 static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
 {
 	(void)cookie;

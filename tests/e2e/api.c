@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "test.h"
 
 extern uint8_t api_seq[], api_seq_straddle[], api_loop[], api_tiny_nopad[], api_after_tiny[];
+extern uint8_t api_nop5[];
 typedef uint64_t fn1(uint64_t);
 typedef uint64_t fn2(uint64_t, uint64_t);
 #define CALL1(f, x) (((fn1 *)(void *)(f))(x))
@@ -369,6 +372,67 @@ TEST(too_many_probes_at_one_jump_site_fail_with_e2big_the_others_still_count)
 		CHECK_EQ(e2e_detach_free(p[i]), 0);
 	CHECK_EQ(add_one_p(1), 2);
 	CHECK_EQ(c.hits, 2 * (uint64_t)n);
+}
+
+/* ---- a batch some of whose probes cannot be placed safely ----------------
+ * A running thread that blocks the engine's signal cannot be asked where it
+ * stopped: a probe whose jump displaces several instructions (api_seq) is
+ * refused with EAGAIN and its bytes are left alone, while one that
+ * displaces a single instruction (api_nop5) in the same batch is placed. */
+
+static volatile int blocker_stop, blocker_ready;
+
+static void *blocker(void *arg)
+{
+	sigset_t set;
+	const char *env = getenv("NANOPROBE_SIGNAL");
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, env ? atoi(env) : SIGRTMAX - 3);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	blocker_ready = 1;
+	while (!blocker_stop)
+		; /* running: its pc must be asked for */
+	return NULL;
+}
+
+TEST(a_batch_refuses_only_the_probes_that_need_an_unanswering_thread_moved)
+{
+	struct e2e_counter cs = {0}, cn = {0};
+	struct np_probe_opts os = e2e_opts(e2e_count, &cs, NP_STRATEGY_JUMP);
+	struct np_probe_opts on = e2e_opts(e2e_count, &cn, NP_STRATEGY_JUMP);
+	const struct np_probe_opts *op[2] = {&os, &on};
+	void *addrs[2] = {api_seq, api_nop5};
+	struct np_probe *p[2];
+	int errs[2];
+	uint8_t seq[16];
+	pthread_t t;
+
+	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+	CHECK(memcmp(api_nop5, nop5, sizeof nop5) == 0);
+	e2e_log_capture();
+	memcpy(seq, api_seq, sizeof seq);
+	blocker_stop = blocker_ready = 0;
+	CHECK_EQ(pthread_create(&t, NULL, blocker, NULL), 0);
+	while (!blocker_ready)
+		sched_yield();
+	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = 2, .addrs = addrs, .opts = op,
+							  .probes = p, .errs = errs);
+	CHECK_EQ(np_probe_attach_many(&mo), 1);
+	blocker_stop = 1;
+	pthread_join(t, NULL);
+	CHECK(!p[0]);
+	CHECK_EQ(errs[0], EAGAIN);
+	CHECK(memcmp(seq, api_seq, sizeof seq) == 0);
+	CHECK(p[1] != NULL);
+	CHECK_EQ(errs[1], 0);
+	CHECK_EQ(CALL1(api_seq, 2), 13);
+	CHECK_EQ(CALL1(api_nop5, 2), 6);
+	CHECK_EQ(cs.hits, 0);
+	CHECK_EQ(cn.hits, 1);
+	if (p[1])
+		CHECK_EQ(e2e_detach_free(p[1]), 0);
 }
 
 TEST(attach_and_detach_from_a_handler_fail_with_edeadlk)

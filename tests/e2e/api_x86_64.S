@@ -53,6 +53,15 @@ FUNC(api_after_tiny)
 	ret
 ENDF(api_after_tiny)
 
+	.p2align 4
+/* uint64_t api_nop5(uint64_t x): 3x. Its jump displaces one instruction,
+ * the 5-byte nop, so no thread can be stopped inside what it replaces. */
+FUNC(api_nop5)
+	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00 /* +0 nopl 0x0(%rax,%rax,1) */
+	lea (%rdi,%rdi,2), %rax		/* +5  48 8d 04 7f */
+	ret				/* +9  c3 */
+ENDF(api_nop5)
+
 	NOTE_GNU_STACK
 
 	.text
