@@ -404,7 +404,12 @@ void np_batch_flush(void)
 	struct np_region **starts = malloc(batch.n * sizeof(*starts));
 	for (size_t i = 0; starts && i < batch.n; i++)
 		starts[i] = batch.v[i].r;
-	int err = starts ? np_trap_table_edit_many(starts, batch.n, NULL, NULL) : -ENOMEM;
+	/* trampolines first: once an address is in the trap table, a SIGTRAP
+	 * there (a late one, from a breakpoint removed before) goes to its
+	 * region's trampoline */
+	int err = np_codemem_flush();
+	if (!err)
+		err = starts ? np_trap_table_edit_many(starts, batch.n, NULL, NULL) : -ENOMEM;
 	free(starts);
 	if (err) {
 		for (size_t i = 0; i < batch.n; i++)

@@ -115,6 +115,12 @@ struct np_region {
 	uint64_t start, end;          /* displaced [start, end) */
 	enum np_strategy strategy;    /* JUMP or TRAP */
 	bool forced;                  /* the strategy was requested explicitly */
+	uint8_t pun;                  /* the jump's last bytes, [end, end + pun),
+				       * are the next instruction's first, left
+				       * as they are (plan.c, np_plan_pun) */
+	uint8_t pin;                  /* 0, or the jump's bytes from start + pin
+				       * on must stay orig's: its trampoline lies
+				       * where that holds (np_plan_pun_window) */
 	uint8_t orig[32];             /* original bytes of [start, end) */
 	uint8_t patch[32];            /* the bytes written there */
 	unsigned ninsn;
@@ -247,6 +253,8 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 
 /* Executable memory near code, never writable through its own mapping. */
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
+/* len bytes starting in [lo, lo + size); 0 if no room can be found there. */
+uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 int np_code_write(uint64_t addr, const void *src, size_t len);
 /* A trampoline's bytes: in a batch, gathered with its neighbours' into one

@@ -60,7 +60,13 @@ static int build(struct np_region *r)
 	if (!buf)
 		return -ENOMEM;
 	uint64_t reach = np_host_isa->jump_reach - (1u << 20);
-	uint64_t at = np_codemem_alloc(r->start, cap, reach);
+	uint64_t at, lo, size;
+	if (r->pin) {
+		np_plan_pun_window(r->start, r->orig, r->pin, &lo, &size);
+		at = np_codemem_alloc_in(lo, size, cap);
+	} else {
+		at = np_codemem_alloc(r->start, cap, reach);
+	}
 	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
 		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
@@ -75,16 +81,28 @@ static int build(struct np_region *r)
 	return 0;
 }
 
+/* The jump to r's trampoline; a pinned one must end with the code's own
+ * bytes (its trampoline was placed for that). */
+static int jump_bytes(const struct np_region *r, uint8_t *jmp)
+{
+	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	size_t len = np_host_isa->jump_len;
+	if (err >= 0 && r->pin && memcmp(jmp + r->pin, r->orig + r->pin, len - r->pin) != 0)
+		err = -ERANGE;
+	return err < 0 ? err : 0;
+}
+
 /* Point the jump at r's (new) trampoline, now: what a batch queued goes
  * in first. */
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[16];
-	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	int err = jump_bytes(r, jmp);
 	if (err < 0)
 		return err;
 	np_batch_flush();
-	if ((err = np_trap_table_put(r->start, r)))
+	/* its trampoline written before the trap table leads there */
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)))
 		return err;
 	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
 	memcpy(r->patch, jmp, np_host_isa->jump_len);
@@ -96,7 +114,7 @@ static int patch_jump(struct np_region *r, bool move_threads)
  * is written with the others'. */
 static int queue_jump(struct np_region *r)
 {
-	int err = np_host_isa->emit_jump(r->patch, r->start, r->tramp);
+	int err = jump_bytes(r, r->patch);
 	return err < 0 ? err : np_batch_install(r, r->ninsn > 1);
 }
 
@@ -148,11 +166,13 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 		return NULL;
 	r->start = p->start;
 	r->end = p->end;
+	r->pun = (uint8_t)p->pun;
+	r->pin = (uint8_t)p->pin;
 	r->strategy = s;
 	r->forced = forced;
 	r->ninsn = p->ninsn;
 	memcpy(r->insn, p->insn, sizeof(p->insn[0]) * p->ninsn);
-	if (np_read_original(r->start, r->orig, r->end - r->start)) {
+	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start)) {
 		free(r);
 		return NULL;
 	}
@@ -219,7 +239,7 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return 0;
 	}
 	np_batch_flush();
-	if ((err = np_trap_table_put(r->start, r)) ||
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)) ||
 	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false)))
 		goto fail;
 	return 0;
@@ -244,7 +264,12 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 	struct plan p;
 	int err = -EOPNOTSUPP;
 	if (want != NP_STRATEGY_TRAP) {
+		struct plan pun;
 		err = np_plan_jump(v, site->addr, &p);
+		/* ending on the call, when a trampoline fits where it must */
+		if (!err && np_plan_pun(&p, &pun) == 0 &&
+		    install_jump(&pun, want == NP_STRATEGY_JUMP) == 0)
+			return 0;
 		if (!err)
 			err = install_jump(&p, want == NP_STRATEGY_JUMP);
 		else
@@ -285,9 +310,45 @@ static int join(struct np_region *r, struct np_site *site, enum np_strategy want
 	return err;
 }
 
+/* A probe on the instruction a punned jump ends on: the region is planned
+ * again from its start, displacing that instruction too, with its
+ * trampoline in the same window, so that the bytes a thread still in the
+ * old trampoline jumps back to stay what they are. The new region takes
+ * the old one's sites and the new site (adopt_sites). */
+static int unpun(struct np_region *r, struct np_site *site, struct np_probe *probe,
+		 const char *who)
+{
+	struct fn_view v;
+	struct plan p;
+	if (probe->requested == NP_STRATEGY_TRAP) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the bytes of the JUMP probe at "
+				      "0x%llx", who, (unsigned long long)site->addr,
+			(unsigned long long)r->start);
+		return -EBUSY;
+	}
+	int err = np_fn_view_load(&v, r->start, probe->func_start, probe->func_size);
+	if (!err && (err = np_plan_jump(&v, r->start, &p)))
+		log_refusal(who, site->addr, "JUMP", p.why);
+	if (!err) {
+		p.pin = r->pin;
+		err = install_jump(&p, r->forced);
+	}
+	np_fn_view_free(&v);
+	if (!err && !site->region)
+		err = -EINVAL; /* not one of the new region's instructions */
+	if (err)
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is the last byte(s) of the jump at "
+				      "0x%llx, which cannot be moved off it: %s", who,
+			(unsigned long long)site->addr, (unsigned long long)r->start,
+			strerror(-err));
+	return err;
+}
+
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who)
 {
 	struct np_region *r = np_region_find(site->addr);
+	if (r && r->pun && site->addr >= r->end)
+		return unpun(r, site, probe, who);
 	if (r)
 		return join(r, site, probe->requested, who);
 	struct fn_view v;
@@ -324,7 +385,8 @@ int np_region_refresh(struct np_region *r)
 
 static size_t patch_len(const struct np_region *r)
 {
-	return r->strategy == NP_STRATEGY_JUMP ? r->end - r->start : np_host_isa->trap_len;
+	return r->strategy == NP_STRATEGY_JUMP ? r->end + r->pun - r->start
+					       : np_host_isa->trap_len;
 }
 
 /* The module may have been unloaded (dlclose) and the address reused: only
