@@ -99,7 +99,7 @@ NP_API int np_probe_detach(struct np_probe *probe);
  * np_probe_attach would do for each (addrs[i], opts[i]), in that order,
  * with the code patched for all of them in one pass of the live-patching
  * protocol (one serialisation of every core per step for the whole batch,
- * not per probe): 10,000 probes take milliseconds, not seconds. Probes are
+ * not per probe): 10,000 probes take tens of milliseconds. Probes are
  * placed independently: probes[i] is the handle, or NULL when that one was
  * refused, with its errno in errs[i] (0 for the others) if errs is given.
  * opts[i] may all point to one struct. Returns how many were attached, or
