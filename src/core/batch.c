@@ -74,10 +74,7 @@ bool np_batch_active(void)
 
 bool np_batch_pending(const struct np_region *r)
 {
-	for (size_t i = 0; r && i < batch.n; i++)
-		if (batch.v[i].r == r)
-			return true;
-	return false;
+	return r && r->queued;
 }
 
 static int queue(struct np_region *r, bool install, bool move, const uint8_t *bytes, size_t len)
@@ -91,6 +88,7 @@ static int queue(struct np_region *r, bool install, bool move, const uint8_t *by
 	}
 	batch.v[batch.n++] = (struct pending){.r = r, .install = install, .move = move,
 					      .bytes = bytes, .len = len};
+	r->queued = true;
 	return 0;
 }
 
@@ -419,7 +417,10 @@ void np_batch_flush(void)
 	}
 	for (size_t i = 0; i < batch.n; i++) { /* a stuck install stays in place */
 		struct pending *p = &batch.v[i];
+		p->r->queued = false;
 		if (p->install && p->stuck) {
+			/* what the code holds: removal finds it and restores */
+			np_host_isa->emit_trap(p->r->patch);
 			np_logf(NP_LOG_WARN, "0x%llx: the jump could not be written (%s): the probe "
 					     "stays behind its breakpoint", (unsigned long long)p->r->start,
 				strerror(-p->err));

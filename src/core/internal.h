@@ -121,6 +121,7 @@ struct np_region {
 	uint8_t pin;                  /* 0, or the jump's bytes from start + pin
 				       * on must stay orig's: its trampoline lies
 				       * where that holds (np_plan_pun_window) */
+	bool queued;                  /* in a batch, not yet patched (batch.c) */
 	uint8_t orig[32];             /* original bytes of [start, end) */
 	uint8_t patch[32];            /* the bytes written there */
 	unsigned ninsn;
