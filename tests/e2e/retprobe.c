@@ -445,7 +445,7 @@ TEST(threads_exiting_inside_probed_functions_leave_other_threads_correct)
 /* ---- arguments on the stack -------------------------------------------------
  * The function is entered with the stack it would have had: its stack
  * arguments where the caller put them, read by the function and by the
- * entry handler, and the address of one of them the same probed or not. */
+ * entry handler, and its frame at the same address probed or not. */
 
 static uint64_t (*volatile stk_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
 				  uint64_t, uint64_t, uint64_t, uint64_t);
@@ -462,8 +462,9 @@ static uintptr_t (*volatile stk_where_p)(uint64_t, uint64_t, uint64_t, uint64_t,
 static E2E_NOIPA uintptr_t stk_where(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
 				     uint64_t f, uint64_t g, uint64_t h)
 {
-	(void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g;
-	return (uintptr_t)&h; /* the caller's outgoing argument area */
+	(void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h;
+	/* its frame: where its stack arguments are, above it */
+	return (uintptr_t)__builtin_frame_address(0);
 }
 static uintptr_t (*volatile stk_where_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
 					 uint64_t, uint64_t, uint64_t) = stk_where;
