@@ -371,13 +371,15 @@ np_x86_ret_handler_data: .quad 0
 END(np_x86_ret_handler)
 
 /* Return values from ctx (a handler may have set rax), then a ret to the
- * caller: the return stack buffer predicts it. */
+ * caller: the return stack buffer predicts it. Every load before rsp goes
+ * above ctx: below rsp, a signal frame may land on it (rcx is dead). */
 TEMPLATE(np_x86_ret_restore)
 	mov 16(%rbx), %rax
 	mov 32(%rbx), %rdx
 	mov 56(%rbx), %rbp
-	lea 280(%rbx), %rsp
-	mov 40(%rbx), %rbx
+	mov %rbx, %rcx
+	mov 40(%rcx), %rbx
+	lea 280(%rcx), %rsp
 	ret
 END(np_x86_ret_restore)
 
