@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -90,12 +91,8 @@ static void attach_watch(struct aprobe *ap, uint64_t bias)
 	attached_msg(ap, ap->watch ? 0 : -errno);
 }
 
-static void attach_one(struct aprobe *ap, uint64_t bias)
+static struct np_probe_opts probe_opts(struct aprobe *ap, uint64_t bias)
 {
-	if (ap->m.action == NP_ACT_WATCH) {
-		attach_watch(ap, bias);
-		return;
-	}
 	struct np_probe_opts o = NP_PROBE_OPTS(.data = ap, .strategy = ap->m.strategy,
 					       .flags = probe_flags(ap));
 	np_agent_handlers(ap, &o.on_entry, &o.on_return);
@@ -103,6 +100,16 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 		o.func_start = (void *)(uintptr_t)(bias + ap->m.func_vaddr);
 		o.func_size = ap->m.func_size;
 	}
+	return o;
+}
+
+static void attach_one(struct aprobe *ap, uint64_t bias)
+{
+	if (ap->m.action == NP_ACT_WATCH) {
+		attach_watch(ap, bias);
+		return;
+	}
+	struct np_probe_opts o = probe_opts(ap, bias);
 	np_agent.why[0] = 0;
 	ap->bias = bias;
 	ap->probe = np_probe_attach((void *)(uintptr_t)(bias + ap->m.vaddr), &o);
@@ -110,23 +117,66 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 	attached_msg(ap, ap->probe ? 0 : -errno);
 }
 
+/* Every ready probe in one np_probe_attach_many: a command that sends
+ * thousands of probes has them placed in one pass of the engine's
+ * patching protocol. A probe the batch refused is tried again alone, so
+ * that the reason the engine logs is its own. */
+static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
+{
+	struct np_probe_opts *o = calloc(n, sizeof(*o));
+	const struct np_probe_opts **op = calloc(n, sizeof(*op));
+	void **addrs = calloc(n, sizeof(*addrs));
+	struct np_probe **p = calloc(n, sizeof(*p));
+	int placed = -1;
+	if (o && op && addrs && p) {
+		for (size_t i = 0; i < n; i++) {
+			o[i] = probe_opts(ready[i], bias[i]);
+			op[i] = &o[i];
+			addrs[i] = (void *)(uintptr_t)(bias[i] + ready[i]->m.vaddr);
+		}
+		struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = n, .addrs = addrs,
+								  .opts = op, .probes = p);
+		placed = np_probe_attach_many(&mo);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct aprobe *ap = ready[i];
+		if (placed < 0 || !p[i]) {
+			attach_one(ap, bias[i]);
+			continue;
+		}
+		ap->bias = bias[i];
+		ap->probe = p[i];
+		ap->state = AP_ATTACHED;
+		attached_msg(ap, 0);
+	}
+	free(o), free(op), free(addrs), free(p);
+}
+
 /* Attach every waiting probe whose module is now mapped. Returns how many
  * are still waiting. Caller holds np_agent.lock. */
 int np_agent_attach_pending(void)
 {
 	int waiting = 0;
+	size_t n = 0;
+	struct aprobe **ready = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*ready));
+	uint64_t *bias = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*bias));
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
-		uint64_t bias;
+		uint64_t b;
 		if (ap->state != AP_PENDING)
 			continue;
 		if (ap->m.action == NP_ACT_WATCH && !ap->m.dev && !ap->m.ino)
 			attach_one(ap, 0); /* an absolute address */
-		else if (module_bias(ap->m.dev, ap->m.ino, &bias))
-			attach_one(ap, bias);
-		else
+		else if (!module_bias(ap->m.dev, ap->m.ino, &b))
 			waiting++;
+		else if (ready && bias && ap->m.action != NP_ACT_WATCH)
+			ready[n] = ap, bias[n++] = b;
+		else
+			attach_one(ap, b);
 	}
+	if (n)
+		attach_ready(ready, bias, n);
+	free(ready), free(bias);
 	return waiting;
 }
 
@@ -150,8 +200,16 @@ static void forget_unloaded(void)
 	}
 }
 
+/* Every probe removed in one np_probe_detach_many (one by one if there is
+ * no memory for the list). */
 void np_agent_detach_all(void)
 {
+	struct np_probe **all = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*all));
+	for (uint32_t i = 0; all && i < np_agent.nprobes; i++)
+		all[i] = np_agent.probes[i].probe;
+	if (all)
+		np_probe_detach_many(all, np_agent.nprobes);
+	free(all);
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		if (ap->probe) {

@@ -55,6 +55,8 @@ enum {
 	NP_CTX_RETURN = 1,
 	NP_CTX_CAPTURE_ARGS = 0x100, /* NP_PROBE_ARGS_ONLY entry */
 	NP_CTX_CAPTURE_RET = 0x200,  /* the return trampoline */
+	NP_CTX_ARMED = 0x400,        /* the entry trampoline pushed a shadow
+				      * frame itself: it calls the function */
 };
 #define NP_CTX_KIND(ctx) ((ctx)->kind & 0xff)
 
@@ -114,6 +116,13 @@ struct np_region {
 	uint64_t start, end;          /* displaced [start, end) */
 	enum np_strategy strategy;    /* JUMP or TRAP */
 	bool forced;                  /* the strategy was requested explicitly */
+	uint8_t pun;                  /* the jump's last bytes, [end, end + pun),
+				       * are the next instruction's first, left
+				       * as they are (plan.c, np_plan_pun) */
+	uint8_t pin;                  /* 0, or the jump's bytes from start + pin
+				       * on must stay orig's: its trampoline lies
+				       * where that holds (np_plan_pun_window) */
+	bool queued;                  /* in a batch, not yet patched (batch.c) */
 	uint8_t orig[32];             /* original bytes of [start, end) */
 	uint8_t patch[32];            /* the bytes written there */
 	unsigned ninsn;
@@ -135,6 +144,10 @@ struct np_shadow_frame {
 	/* np_ctx_call_data: written by the entry handlers before the frame is
 	 * pushed, so it is zeroed whenever a frame leaves the stack. */
 	uint64_t data;
+	/* What the slot holds while the frame is armed: the shared return
+	 * trampoline, or the return point of the trampoline that called the
+	 * function (x86-64 JUMP). Unwinders put ret back where they find it. */
+	uint64_t expect;
 };
 
 struct np_thread {
@@ -196,11 +209,31 @@ int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
 int np_site_publish(struct np_site *site);
 
+/* Batches (batch.c, engine lock held): between begin and end, region.c
+ * queues the regions it places or removes, and one pass of the patching
+ * protocol writes them all (at end, or at a flush when something must see
+ * them in place first). A queued region that cannot be placed is undone
+ * (np_region_abandon) and failed() is told about each of its sites;
+ * np_batch_end returns the first error of a removal. */
+void np_batch_begin(void (*failed)(struct np_site *site, int err));
+int np_batch_end(void);
+bool np_batch_active(void);
+bool np_batch_pending(const struct np_region *r);
+void np_batch_flush(void);
+int np_batch_install(struct np_region *r, bool move_threads); /* r->patch */
+int np_batch_remove(struct np_region *r, size_t len);         /* r->orig */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err));
+void np_region_forget(struct np_region *r); /* removed: unlink, retire */
+
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_put(uint64_t addr, struct np_region *region);
 int np_trap_table_drop(uint64_t addr);
 int np_trap_table_move(const struct np_region *from, struct np_region *to);
+int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
+			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
+			    void *cookie);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
 
@@ -235,8 +268,15 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 
 /* Executable memory near code, never writable through its own mapping. */
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
+/* len bytes starting in [lo, lo + size); 0 if no room can be found there. */
+uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 int np_code_write(uint64_t addr, const void *src, size_t len);
+/* A trampoline's bytes: in a batch, gathered with its neighbours' into one
+ * write, made before the next np_code_write. */
+int np_codemem_fill(uint64_t addr, const void *src, size_t len);
+int np_codemem_flush(void);
+void np_code_begin(void); /* an API call that may write code starts */
 bool np_code_mapped_exec(uint64_t addr, size_t len);
 int np_code_read(uint64_t addr, void *dst, size_t len);
 

@@ -60,10 +60,16 @@ static int build(struct np_region *r)
 	if (!buf)
 		return -ENOMEM;
 	uint64_t reach = np_host_isa->jump_reach - (1u << 20);
-	uint64_t at = np_codemem_alloc(r->start, cap, reach);
+	uint64_t at, lo, size;
+	if (r->pin) {
+		np_plan_pun_window(r->start, r->orig, r->pin, &lo, &size);
+		at = np_codemem_alloc_in(lo, size, cap);
+	} else {
+		at = np_codemem_alloc(r->start, cap, reach);
+	}
 	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
-		n = np_code_write(at, buf, (size_t)n) ?: n;
+		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
 	free(buf);
 	if (n < 0) {
 		if (at)
@@ -75,19 +81,41 @@ static int build(struct np_region *r)
 	return 0;
 }
 
-/* Point the jump at r's (new) trampoline. */
+/* The jump to r's trampoline; a pinned one must end with the code's own
+ * bytes (its trampoline was placed for that). */
+static int jump_bytes(const struct np_region *r, uint8_t *jmp)
+{
+	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	size_t len = np_host_isa->jump_len;
+	if (err >= 0 && r->pin && memcmp(jmp + r->pin, r->orig + r->pin, len - r->pin) != 0)
+		err = -ERANGE;
+	return err < 0 ? err : 0;
+}
+
+/* Point the jump at r's (new) trampoline, now: what a batch queued goes
+ * in first. */
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[16];
-	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	int err = jump_bytes(r, jmp);
 	if (err < 0)
 		return err;
-	if ((err = np_trap_table_put(r->start, r)))
+	np_batch_flush();
+	/* its trampoline written before the trap table leads there */
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)))
 		return err;
 	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
 	memcpy(r->patch, jmp, np_host_isa->jump_len);
 	np_trap_table_drop(r->start);
 	return err;
+}
+
+/* In a batch, a region that replaces none is queued (batch.c): its jump
+ * is written with the others'. */
+static int queue_jump(struct np_region *r)
+{
+	int err = jump_bytes(r, r->patch);
+	return err < 0 ? err : np_batch_install(r, r->ninsn > 1);
 }
 
 static void adopt_sites(struct np_region *r)
@@ -138,11 +166,13 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 		return NULL;
 	r->start = p->start;
 	r->end = p->end;
+	r->pun = (uint8_t)p->pun;
+	r->pin = (uint8_t)p->pin;
 	r->strategy = s;
 	r->forced = forced;
 	r->ninsn = p->ninsn;
 	memcpy(r->insn, p->insn, sizeof(p->insn[0]) * p->ninsn);
-	if (np_read_original(r->start, r->orig, r->end - r->start)) {
+	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start)) {
 		free(r);
 		return NULL;
 	}
@@ -151,16 +181,23 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 
 static int install_jump(const struct plan *p, bool forced)
 {
+	struct np_region *over = np_region_overlapping(p->start, p->end);
+	if (over && np_batch_active()) { /* what it replaces must be in place */
+		np_batch_flush();
+		over = np_region_overlapping(p->start, p->end);
+	}
 	struct np_region *r = region_from_plan(p, NP_STRATEGY_JUMP, forced);
 	if (!r)
 		return -ENOMEM;
-	bool absorbs = np_region_overlapping(r->start, r->end) != NULL;
+	bool absorbs = over != NULL;
 	adopt_sites(r);
 	int err = build(r);
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
 		err = np_region_link(r);
-		if (!err)
+		if (!err && np_batch_active() && !absorbs)
+			err = queue_jump(r);
+		else if (!err)
 			err = patch_jump(r, r->ninsn > 1 || absorbs);
 		if (err)
 			np_region_unlink(r);
@@ -191,17 +228,27 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return err;
 	}
 	np_host_isa->emit_trap(trap);
+	memcpy(r->patch, trap, np_host_isa->trap_len);
 	/* indexed first, as a JUMP region is: reads of the original code see
 	 * its bytes while the breakpoint goes in */
-	if ((err = np_region_link(r)) || (err = np_trap_table_put(r->start, r)) ||
-	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
-		np_region_unlink(r);
-		np_trap_table_drop(r->start);
-		free(r);
-		return err;
+	if ((err = np_region_link(r)))
+		goto fail;
+	if (np_batch_active()) {
+		if ((err = np_batch_install(r, false)))
+			goto fail;
+		return 0;
 	}
-	memcpy(r->patch, trap, np_host_isa->trap_len);
+	np_batch_flush();
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)) ||
+	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false)))
+		goto fail;
 	return 0;
+fail:
+	np_region_unlink(r);
+	np_trap_table_drop(r->start);
+	site->region = NULL;
+	free(r);
+	return err;
 }
 
 static void log_refusal(const char *who, uint64_t addr, const char *strategy, const char *why)
@@ -217,7 +264,12 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 	struct plan p;
 	int err = -EOPNOTSUPP;
 	if (want != NP_STRATEGY_TRAP) {
+		struct plan pun;
 		err = np_plan_jump(v, site->addr, &p);
+		/* ending on the call, when a trampoline fits where it must */
+		if (!err && np_plan_pun(&p, &pun) == 0 &&
+		    install_jump(&pun, want == NP_STRATEGY_JUMP) == 0)
+			return 0;
 		if (!err)
 			err = install_jump(&p, want == NP_STRATEGY_JUMP);
 		else
@@ -258,9 +310,45 @@ static int join(struct np_region *r, struct np_site *site, enum np_strategy want
 	return err;
 }
 
+/* A probe on the instruction a punned jump ends on: the region is planned
+ * again from its start, displacing that instruction too, with its
+ * trampoline in the same window, so that the bytes a thread still in the
+ * old trampoline jumps back to stay what they are. The new region takes
+ * the old one's sites and the new site (adopt_sites). */
+static int unpun(struct np_region *r, struct np_site *site, struct np_probe *probe,
+		 const char *who)
+{
+	struct fn_view v;
+	struct plan p;
+	if (probe->requested == NP_STRATEGY_TRAP) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the bytes of the JUMP probe at "
+				      "0x%llx", who, (unsigned long long)site->addr,
+			(unsigned long long)r->start);
+		return -EBUSY;
+	}
+	int err = np_fn_view_load(&v, r->start, probe->func_start, probe->func_size);
+	if (!err && (err = np_plan_jump(&v, r->start, &p)))
+		log_refusal(who, site->addr, "JUMP", p.why);
+	if (!err) {
+		p.pin = r->pin;
+		err = install_jump(&p, r->forced);
+	}
+	np_fn_view_free(&v);
+	if (!err && !site->region)
+		err = -EINVAL; /* not one of the new region's instructions */
+	if (err)
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is the last byte(s) of the jump at "
+				      "0x%llx, which cannot be moved off it: %s", who,
+			(unsigned long long)site->addr, (unsigned long long)r->start,
+			strerror(-err));
+	return err;
+}
+
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who)
 {
 	struct np_region *r = np_region_find(site->addr);
+	if (r && r->pun && site->addr >= r->end)
+		return unpun(r, site, probe, who);
 	if (r)
 		return join(r, site, probe->requested, who);
 	struct fn_view v;
@@ -297,7 +385,8 @@ int np_region_refresh(struct np_region *r)
 
 static size_t patch_len(const struct np_region *r)
 {
-	return r->strategy == NP_STRATEGY_JUMP ? r->end - r->start : np_host_isa->trap_len;
+	return r->strategy == NP_STRATEGY_JUMP ? r->end + r->pun - r->start
+					       : np_host_isa->trap_len;
 }
 
 /* The module may have been unloaded (dlclose) and the address reused: only
@@ -318,6 +407,9 @@ static int remove_region(struct np_region *r)
 				    "dropping the probe without restoring", (unsigned long long)r->start);
 		goto gone;
 	}
+	if (np_batch_active()) /* restored with the batch's other regions */
+		return np_batch_remove(r, patch_len(r));
+	np_batch_flush();
 	err = np_trap_table_put(r->start, r);
 	if (!err)
 		err = np_patch_region(r, r->orig, patch_len(r), false);
@@ -329,10 +421,36 @@ static int remove_region(struct np_region *r)
 	}
 gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */
+	np_region_forget(r);
+	return 0;
+}
+
+/* Removed (its entries gone from the trap table): out of the index, its
+ * trampoline retired. */
+void np_region_forget(struct np_region *r)
+{
 	np_region_unlink(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
 	np_trap_defer_free(r); /* a trap handler may still hold it */
-	return 0;
+}
+
+/* A queued region that could not be placed (nothing of it is in the code
+ * and the trap table has let it go): undone, and each of its sites is
+ * reported to failed(). */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err))
+{
+	struct np_site *sites[NP_MAX_REGION_INSNS];
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->ninsn; i++)
+		if (r->sites[i]) {
+			r->sites[i]->region = NULL;
+			sites[n++] = r->sites[i];
+		}
+	np_region_forget(r);
+	for (unsigned i = 0; i < n; i++)
+		if (failed)
+			failed(sites[i], err);
 }
 
 int np_region_remove_site(struct np_site *site)

@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "test.h"
 
 extern uint8_t api_seq[], api_seq_straddle[], api_loop[], api_tiny_nopad[], api_after_tiny[];
+extern uint8_t api_nop5[], api_pun[], api_pun2[];
 typedef uint64_t fn1(uint64_t);
 typedef uint64_t fn2(uint64_t, uint64_t);
 #define CALL1(f, x) (((fn1 *)(void *)(f))(x))
@@ -341,6 +344,189 @@ static void attach_and_detach_inside(struct np_ctx *ctx, void *data)
 	errno = 0;
 	d->detach_rc = np_probe_detach(d->victim);
 	d->detach_errno = errno;
+}
+
+/* A JUMP trampoline runs a site's handlers inline; past what one block
+ * holds (64 probes with entry and return handlers), an attach fails with
+ * E2BIG, and the probes already there keep counting. */
+TEST(too_many_probes_at_one_jump_site_fail_with_e2big_the_others_still_count)
+{
+	enum { MAX = 100 };
+	struct np_probe *p[MAX];
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	int n = 0, err = 0;
+
+	o.on_return = e2e_count;
+	e2e_log_capture();
+	for (; n < MAX; n++)
+		if (!(p[n] = np_probe_attach((void *)add_one, &o))) {
+			err = errno;
+			break;
+		}
+	CHECK(n >= 64 && n < MAX);
+	CHECK_EQ(err, E2BIG);
+	CHECK_EQ(add_one_p(41), 42);
+	CHECK_EQ(c.hits, 2 * (uint64_t)n); /* each probe: entry and return */
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(e2e_detach_free(p[i]), 0);
+	CHECK_EQ(add_one_p(1), 2);
+	CHECK_EQ(c.hits, 2 * (uint64_t)n);
+}
+
+/* ---- a batch some of whose probes cannot be placed safely ----------------
+ * A running thread that blocks the engine's signal cannot be asked where it
+ * stopped: a probe whose jump displaces several instructions (api_seq) is
+ * refused with EAGAIN and its bytes are left alone, while one that
+ * displaces a single instruction (api_nop5) in the same batch is placed. */
+
+static volatile int blocker_stop, blocker_ready;
+
+static void *blocker(void *arg)
+{
+	sigset_t set;
+	const char *env = getenv("NANOPROBE_SIGNAL");
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, env ? atoi(env) : SIGRTMAX - 3);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	blocker_ready = 1;
+	while (!blocker_stop)
+		; /* running: its pc must be asked for */
+	return NULL;
+}
+
+TEST(a_batch_refuses_only_the_probes_that_need_an_unanswering_thread_moved)
+{
+	struct e2e_counter cs = {0}, cn = {0};
+	struct np_probe_opts os = e2e_opts(e2e_count, &cs, NP_STRATEGY_JUMP);
+	struct np_probe_opts on = e2e_opts(e2e_count, &cn, NP_STRATEGY_JUMP);
+	const struct np_probe_opts *op[2] = {&os, &on};
+	void *addrs[2] = {api_seq, api_nop5};
+	struct np_probe *p[2];
+	int errs[2];
+	uint8_t seq[16];
+	pthread_t t;
+
+	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+	CHECK(memcmp(api_nop5, nop5, sizeof nop5) == 0);
+	e2e_log_capture();
+	memcpy(seq, api_seq, sizeof seq);
+	blocker_stop = blocker_ready = 0;
+	CHECK_EQ(pthread_create(&t, NULL, blocker, NULL), 0);
+	while (!blocker_ready)
+		sched_yield();
+	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = 2, .addrs = addrs, .opts = op,
+							  .probes = p, .errs = errs);
+	CHECK_EQ(np_probe_attach_many(&mo), 1);
+	blocker_stop = 1;
+	pthread_join(t, NULL);
+	CHECK(!p[0]);
+	CHECK_EQ(errs[0], EAGAIN);
+	CHECK(memcmp(seq, api_seq, sizeof seq) == 0);
+	CHECK(p[1] != NULL);
+	CHECK_EQ(errs[1], 0);
+	CHECK_EQ(CALL1(api_seq, 2), 13);
+	CHECK_EQ(CALL1(api_nop5, 2), 6);
+	CHECK_EQ(cs.hits, 0);
+	CHECK_EQ(cn.hits, 1);
+	if (p[1])
+		CHECK_EQ(e2e_detach_free(p[1]), 0);
+}
+
+/* ---- a jump that ends on a call ---------------------------------------------
+ * api_pun's call starts 4 bytes in: the jump at the entry ends on the
+ * call's first byte and leaves the call in place, so the callee sees its
+ * real return address and the CPU predicts its return. A probe on the call
+ * then makes the region displace it after all. api_pun2's call starts 3
+ * bytes in: displaced (relocated), as before. */
+
+typedef uint64_t fn0(void);
+#define CALL0(f) (((fn0 *)(void *)(f))())
+
+static void pun_case(uint8_t *fn, unsigned call_off, const uint8_t *want, size_t nwant,
+		     bool may_pun)
+{
+	uint8_t orig[16];
+	uint64_t ret = (uintptr_t)fn + call_off + 5;
+
+	CHECK(memcmp(fn, want, nwant) == 0);
+	memcpy(orig, fn, sizeof orig);
+	for (int o = 0; o < 2; o++) {
+		struct e2e_counter ce = {.addr = (uintptr_t)fn}, cc = {.addr = ret - 5};
+		struct np_probe *pe = attach(fn, e2e_count, NULL, &ce, NP_STRATEGY_AUTO);
+		CHECK(pe && np_probe_strategy(pe) == NP_STRATEGY_JUMP);
+		/* the call's first bytes are still there, under the jump */
+		bool punned = memcmp(fn + call_off, orig + call_off, 5 - call_off) == 0;
+#ifndef E2E_NOPIE
+		CHECK(punned == may_pun); /* 384 MiB below a PIE there is room */
+#else /* at 0x400000 that window lies below address 0: displaced */
+		CHECK(!punned || may_pun);
+#endif
+		printf("# %s: the jump %s on the call\n", call_off == 4 ? "api_pun" : "api_pun2",
+		       punned ? "ends" : "does not end");
+		CHECK_EQ(CALL0(fn), ret);
+		CHECK_EQ(ce.hits, 1);
+		/* a probe on the call itself: the region displaces it now */
+		struct np_probe *pc = attach(fn + call_off, e2e_count, NULL, &cc, NP_STRATEGY_AUTO);
+		CHECK(pc);
+		CHECK_EQ(CALL0(fn), ret);
+		CHECK_EQ(ce.hits, 2);
+		CHECK_EQ(cc.hits, 1);
+		CHECK_EQ(ce.bad_pc + cc.bad_pc, 0);
+		struct np_probe *first = o ? pc : pe, *second = o ? pe : pc;
+		CHECK_EQ(e2e_detach_free(first), 0);
+		CHECK_EQ(CALL0(fn), ret);
+		CHECK_EQ(e2e_detach_free(second), 0);
+		CHECK_EQ(CALL0(fn), ret);
+		CHECK(memcmp(fn, orig, sizeof orig) == 0);
+	}
+}
+
+TEST(a_jump_ends_on_a_call_that_stays_in_place_until_the_call_is_probed)
+{
+	static const uint8_t pun[] = {0x55, 0x48, 0x89, 0xe5, 0xe8};
+	static const uint8_t pun2[] = {0x41, 0x54, 0x55, 0xe8};
+
+	e2e_log_capture();
+	pun_case(api_pun, 4, pun, sizeof pun, true);
+	pun_case(api_pun2, 3, pun2, sizeof pun2, false); /* two bytes: displaced */
+}
+
+struct pun_ret {
+	uint64_t returns, value;
+};
+
+static void pun_return(struct np_ctx *ctx, void *data)
+{
+	struct pun_ret *r = data;
+	r->returns++;
+	r->value = np_ctx_retval(ctx);
+}
+
+TEST(a_jump_that_ends_on_a_call_serves_return_probes_and_refuses_a_trap_on_the_call)
+{
+	struct pun_ret r = {0};
+	struct e2e_counter c = {0};
+	uint64_t ret = (uintptr_t)api_pun + 9;
+	struct np_probe *p = attach(api_pun, NULL, pun_return, &r, NP_STRATEGY_AUTO);
+
+	e2e_log_capture();
+	CHECK(p);
+#ifndef E2E_NOPIE
+	CHECK_EQ(api_pun[4], 0xe8);
+#endif
+	CHECK_EQ(CALL0(api_pun), ret);
+	CHECK_EQ(r.returns, 1);
+	CHECK_EQ(r.value, ret);
+	errno = 0;
+	CHECK(!attach(api_pun + 4, e2e_count, NULL, &c, NP_STRATEGY_TRAP));
+	CHECK_EQ(errno, EBUSY);
+	CHECK_EQ(CALL0(api_pun), ret);
+	CHECK_EQ(r.returns, 2);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
 }
 
 TEST(attach_and_detach_from_a_handler_fail_with_edeadlk)

@@ -113,9 +113,13 @@ int x86_out_u32(struct x86_out *o, uint32_t v);
 int x86_out_jmp(struct x86_out *o, uint64_t to, bool allow_rel8);
 /* jcc rel32, or an inverted jcc rel8 over an absolute jmp. */
 int x86_out_jcc(struct x86_out *o, unsigned cc, uint64_t to);
-/* Push a 64-bit constant (a return address) without touching registers
- * or flags: push $lo32, then movl $hi32, 4(%rsp) when needed. */
-int x86_out_push_u64(struct x86_out *o, uint64_t v);
+/* What a call does to the stack, with return address v instead of the
+ * address after it, touching no register or flag: a real call (to the
+ * next instruction but one), so that the CPU's return stack buffer gets
+ * an entry and stays in step with the stack, then v stored over the
+ * address it pushed (movq $simm32, or two movl). The return stack buffer
+ * predicts the int3 skipped by the call: only speculation goes there. */
+int x86_out_call_returning_to(struct x86_out *o, uint64_t v);
 
 /* The np_isa hooks, one file each. */
 int x86_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);
