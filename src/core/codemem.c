@@ -220,6 +220,12 @@ static void store_code(uint64_t addr, const void *src, size_t len)
 	}
 }
 
+__attribute__((weak)) int np_host_code_prot(uint64_t addr)
+{
+	(void)addr;
+	return 0;
+}
+
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;
@@ -228,6 +234,7 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	if (err)
 		return err;
 	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
+	prot |= m.x ? np_host_code_prot(addr) : 0; /* a guarded page stays guarded */
 	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -errno;
 	store_code(addr, src, len);

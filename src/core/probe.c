@@ -150,6 +150,7 @@ struct np_site *np_site_new(uint64_t addr)
 	s->region = NULL;
 	s->probes = NULL;
 	s->func_entry = s->args_only = false;
+	s->entry_pad = s->pad_len = s->ret_pac = 0;
 	s->fpu = NP_FPU_NONE;
 	s->live = true;
 	struct np_site **head = site_head(addr);
@@ -315,14 +316,6 @@ static void site_unlink(struct np_site *s, struct np_probe *p)
 	p->next_in_site = NULL;
 }
 
-static bool is_func_entry(uint64_t addr, const struct np_probe *p)
-{
-	struct np_func_bounds fb;
-	if (p->func_start)
-		return p->func_start == addr;
-	return np_symbol_bounds(addr, &fb) == 0 && fb.start == addr;
-}
-
 static int check_return_site(const struct np_site *s, const struct np_probe *p)
 {
 	if (!p->on_return)
@@ -340,9 +333,20 @@ static int check_return_site(const struct np_site *s, const struct np_probe *p)
 	return 0;
 }
 
-/* A new probe at a site that already exists. */
-static int attach_existing(struct np_site *s, struct np_probe *p)
+/* An entry probe moved past a landing pad makes its site the entry. */
+static void site_set_entry(struct np_site *s, const struct np_entry *e)
 {
+	s->func_entry = true;
+	s->entry_pad = e->pad;
+	s->pad_len = e->pad_len;
+	s->ret_pac = e->ret_pac;
+}
+
+/* A new probe at a site that already exists. */
+static int attach_existing(struct np_site *s, struct np_probe *p, const struct np_entry *e)
+{
+	if (e && !s->func_entry)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad)
 		return bad;
@@ -365,12 +369,13 @@ static int attach_existing(struct np_site *s, struct np_probe *p)
 	return err;
 }
 
-static int attach_new(uint64_t addr, struct np_probe *p)
+static int attach_new(uint64_t addr, struct np_probe *p, const struct np_entry *e)
 {
 	struct np_site *s = np_site_new(addr);
 	if (!s)
 		return -ENOMEM;
-	s->func_entry = is_func_entry(addr, p);
+	if (e)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad) {
 		np_site_release(s);
@@ -422,8 +427,12 @@ NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *
 		return fail_null(-err);
 	}
 	struct np_probe *p = probe_new(addr, &o);
-	struct np_site *s = p ? np_site_get((uint64_t)addr) : NULL;
-	err = !p ? probe_new_error() : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
+	struct np_entry e = {.site = (uint64_t)addr}; /* after its landing pads (entry.c) */
+	bool entry = p && np_entry_find((uint64_t)addr, p->func_start, p->func_size, &e);
+	struct np_site *s = p ? np_site_get(e.site) : NULL;
+	err = !p ? probe_new_error()
+	      : s ? attach_existing(s, p, entry ? &e : NULL)
+		  : attach_new(e.site, p, entry ? &e : NULL);
 	if (err && p) {
 		probe_delete(p);
 		p = NULL;

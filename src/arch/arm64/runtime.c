@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/ucontext.h>
@@ -306,6 +308,44 @@ bool np_host_trap_own(void *ucv)
 
 /* --- return probes: the return address is x30 ------------------------------ */
 
+/*
+ * Pointer authentication (pac-ret). After paciasp/pacibsp, x30 holds the
+ * return address signed with key A/B and the entry sp as modifier, and the
+ * function authenticates it before it returns (autiasp, retaa). An entry
+ * probe there (moved past the pad, probe.c) reads x30 stripped, and puts
+ * the return trampoline in x30 signed the same way, so that the function's
+ * own authentication yields the trampoline. The instructions are in the
+ * hint space: a CPU without pointer authentication runs them as nops, as
+ * it does the program's.
+ */
+static uint64_t pac_strip(uint64_t v)
+{
+	uint64_t out;
+	__asm__("mov x30, %1\n\thint #7\n\tmov %0, x30" /* xpaclri */
+		: "=r"(out)
+		: "r"(v)
+		: "x30");
+	return out;
+}
+
+static uint64_t pac_sign(uint64_t ptr, uint64_t modifier, unsigned pad)
+{
+	register uint64_t x17 __asm__("x17") = ptr;
+	register uint64_t x16 __asm__("x16") = modifier;
+	if (pad == NP_PAD_PAC_A)
+		__asm__("hint #8" : "+r"(x17) : "r"(x16)); /* pacia1716 */
+	else if (pad == NP_PAD_PAC_B)
+		__asm__("hint #10" : "+r"(x17) : "r"(x16)); /* pacib1716 */
+	return x17;
+}
+
+/* Unwinders authenticate (or strip) what a pac-ret frame spilled, with
+ * the frame's entry sp: the real return address goes back signed. */
+uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
+{
+	return pac_sign(ret, slot, pac);
+}
+
 /* The frame is known by its entry sp, which the return leaves unchanged. */
 uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 {
@@ -314,12 +354,13 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_get(const struct np_ctx *ctx)
 {
-	return ctx->regs.gpr[LR];
+	return pac_strip(ctx->regs.gpr[LR]);
 }
 
 void np_host_ret_set(struct np_ctx *ctx, uint64_t value)
 {
-	ctx->regs.gpr[LR] = value;
+	unsigned pad = ctx->site ? ctx->site->entry_pad : NP_PAD_NONE;
+	ctx->regs.gpr[LR] = pac_sign(value, ctx->regs.gpr[SP], pad);
 }
 
 uint64_t np_host_ret_key(const struct np_ctx *ctx)
@@ -332,8 +373,10 @@ uint64_t np_host_ret_trampoline(bool fpu)
 	return (uint64_t)(uintptr_t)(fpu ? np_a64_ret_tramp_fpu : np_a64_ret_tramp);
 }
 
+/* A word the unwinder found may be signed (a pac-ret function spilled x30). */
 bool np_host_is_ret_trampoline(uint64_t addr)
 {
+	addr = pac_strip(addr);
 	return addr == (uint64_t)(uintptr_t)np_a64_ret_tramp ||
 	       addr == (uint64_t)(uintptr_t)np_a64_ret_tramp_fpu;
 }
@@ -341,7 +384,7 @@ bool np_host_is_ret_trampoline(uint64_t addr)
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
 {
 	ctx->regs.gpr[0] = value;
-	ctx->regs.pc = ctx->regs.gpr[LR];
+	ctx->regs.pc = pac_strip(ctx->regs.gpr[LR]);
 	ctx->redirect = 1;
 }
 
@@ -367,6 +410,26 @@ bool np_host_reg_captured(uint32_t kind, int reg)
 bool np_host_patch_in_place(void)
 {
 	return true;
+}
+
+/* Code of a module marked BTI is mapped guarded (PROT_BTI) when the CPU
+ * has BTI: by the kernel for the program and its interpreter, by the
+ * dynamic loader for libraries. /proc/self/maps does not show it, and an
+ * mprotect that leaves it out would turn the checks off for the page. */
+#ifndef PROT_BTI
+#define PROT_BTI 0x10
+#endif
+#ifndef HWCAP2_BTI
+#define HWCAP2_BTI (1 << 17)
+#endif
+
+int np_host_code_prot(uint64_t addr)
+{
+	if (!(getauxval(AT_HWCAP2) & HWCAP2_BTI))
+		return 0;
+	return np_module_features(addr) & 1 /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+		       ? PROT_BTI
+		       : 0;
 }
 
 /* Clean the data cache and invalidate the instruction cache to the point
