@@ -20,7 +20,7 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # the cross-built suites that run under qemu-aarch64 (no ptrace there: not
 # the CLI's); see docs/arm64.md
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
-                e2e-regs e2e-bti
+                e2e-regs e2e-bti e2e-api e2e-api-nopie
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif

@@ -84,14 +84,21 @@ static void consider(uint64_t lo, uint64_t hi, uint64_t near, uint64_t reach, ui
 	}
 }
 
+/* Below this, mmap_min_addr forbids mappings (64 KiB by default). */
+#define LOWEST_MAP (1ull << 20)
+
 /* The free gap closest to 'near' that holds a chunk within reach, keeping
- * [keep_lo, keep_hi) free (a gap around it counts as its two sides). */
+ * [keep_lo, keep_hi) free (a gap around it counts as its two sides). The
+ * space below the lowest mapping counts: that is often the program itself
+ * (a PIE under qemu-user, a non-PIE program), and with arm64's 128 MiB
+ * reach the gap above its heap's room is too far. */
 static uint64_t gap_near(const struct np_maps *m, uint64_t near, uint64_t reach,
 			 uint64_t keep_lo, uint64_t keep_hi)
 {
 	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
-	for (int i = 0; i + 1 < m->n; i++) {
-		uint64_t lo = (m->v[i].end + pg - 1) & ~(pg - 1), hi = m->v[i + 1].start;
+	for (int i = -1; i + 1 < m->n; i++) {
+		uint64_t lo = i < 0 ? LOWEST_MAP : (m->v[i].end + pg - 1) & ~(pg - 1);
+		uint64_t hi = m->v[i + 1].start;
 		if (lo >= keep_hi || hi <= keep_lo) {
 			consider(lo, hi, near, reach, &best, &best_d);
 			continue;
