@@ -89,8 +89,10 @@ static void consider(uint64_t lo, uint64_t hi, uint64_t aim, uint64_t near, uint
 
 /* The free gap closest to 'aim' that holds a chunk within reach of 'near',
  * keeping [keep_lo, keep_hi) free (a gap around it counts as its two
- * sides). The gap below the lowest mapping counts too: a PIE's code is
- * often the lowest, and the aim may lie below it. */
+ * sides). The gap below the lowest mapping counts too: that is often the
+ * program itself (a PIE under qemu-user, a non-PIE program), the aim may
+ * lie below it, and with arm64's 128 MiB reach the gap above the heap's
+ * room is too far. */
 static uint64_t gap_near(const struct np_maps *m, uint64_t aim, uint64_t near, uint64_t reach,
 			 uint64_t keep_lo, uint64_t keep_hi)
 {
@@ -266,6 +268,12 @@ static void store_code(uint64_t addr, const void *src, size_t len)
 	}
 }
 
+__attribute__((weak)) int np_host_code_prot(uint64_t addr)
+{
+	(void)addr;
+	return 0;
+}
+
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;
@@ -274,6 +282,7 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	if (err)
 		return err;
 	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
+	prot |= m.x ? np_host_code_prot(addr) : 0; /* a guarded page stays guarded */
 	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -errno;
 	store_code(addr, src, len);

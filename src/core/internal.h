@@ -103,7 +103,12 @@ struct np_site {
 	struct np_region *region;
 	struct np_probe *probes; /* attach order, engine lock held */
 	uint32_t gen;            /* bumped on reuse: validates shadow entries */
-	bool func_entry;         /* addr is the start of its function */
+	bool func_entry;         /* addr is the start of its function, or
+				  * the instruction after its landing pad */
+	uint8_t entry_pad;       /* that pad: enum np_landing_pad */
+	uint8_t pad_len;         /* bytes of pads before addr (entry: addr - pad_len) */
+	uint8_t ret_pac;         /* the key the function signs its return
+				  * address with (NP_PAD_PAC_A/B), else 0 */
 	bool live;
 	bool args_only;          /* every probe here set NP_PROBE_ARGS_ONLY */
 	unsigned fpu;            /* vector state the trampoline saves */
@@ -140,7 +145,7 @@ struct np_shadow_frame {
 	uint64_t slot; /* where it lived on the stack (entry sp on x86) */
 	struct np_site *site;
 	uint32_t gen;
-	uint32_t pad;
+	uint32_t ret_pac; /* the site's: how a spill of ret is signed */
 	/* np_ctx_call_data: written by the entry handlers before the frame is
 	 * pushed, so it is zeroed whenever a frame leaves the stack. */
 	uint64_t data;
@@ -250,6 +255,17 @@ void np_trap_chain_init(const struct sigaction *prev);
 int np_trap_chain_swap(const struct sigaction *act, struct sigaction *old);
 void np_trap_chain(int sig, siginfo_t *si, void *uc);
 
+/* Where an entry probe goes (entry.c): addr is a function's entry (the
+ * bounds the caller gave, else the ELF symbol's); site is addr, or the
+ * instruction after the entry's landing pads (arm64 bti c, paciasp). */
+struct np_entry {
+	uint64_t site;
+	uint8_t pad;     /* the last pad's kind: enum np_landing_pad */
+	uint8_t pad_len; /* site - addr */
+	uint8_t ret_pac; /* the key the function signs its return address with */
+};
+bool np_entry_find(uint64_t addr, uint64_t func_start, size_t func_size, struct np_entry *out);
+
 /* Function bounds. */
 struct np_func_bounds {
 	uint64_t start, end;  /* the function, [start, end) */
@@ -260,6 +276,9 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
 /* addr is the entry of setjmp, vfork or another function that returns
  * twice (by its ELF symbol name). */
 bool np_symbol_returns_twice(uint64_t addr);
+/* The GNU property FEATURE_1_AND bits of the ELF file mapped at addr
+ * (arm64: 1 BTI, 2 PAC), 0 when none or not a file. */
+uint32_t np_module_features(uint64_t addr);
 /* Direct branches of the functions around addr (neighbors.c) that land in
  * (addr, addr + span): passed to add. */
 #define NP_NEIGHBOR_SPAN 32
@@ -334,6 +353,10 @@ uint64_t np_host_ret_get(const struct np_ctx *ctx);
 void np_host_ret_set(struct np_ctx *ctx, uint64_t value);
 uint64_t np_host_ret_key(const struct np_ctx *ctx);
 uint64_t np_host_ret_trampoline(bool fpu);
+/* Return address ret as a frame whose entry sp is slot keeps it, where
+ * the function signs it (arm64 pac-ret: key 'pac', np_landing_pad): what
+ * an unwinder must find in the frame. ret by default. */
+uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac);
 bool np_host_is_ret_trampoline(uint64_t addr);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
@@ -341,6 +364,10 @@ bool np_host_ret_in_memory(void);
  * stores into the briefly writable page (true); then, after every write,
  * the host's cache maintenance for those bytes. */
 bool np_host_patch_in_place(void);
+/* Protection bits the code page at addr has beyond what /proc/self/maps
+ * shows, which a brief mprotect must give back (arm64: PROT_BTI, guarded
+ * pages). 0 by default. */
+int np_host_code_prot(uint64_t addr);
 void np_host_code_written(uint64_t addr, size_t len);
 /* A SIGTRAP the runtime raised itself (arm64: the redirect routine, which
  * needs every register of ctx loaded, pc and sp included): handled here

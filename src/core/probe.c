@@ -152,6 +152,7 @@ struct np_site *np_site_new(uint64_t addr)
 	s->region = NULL;
 	s->probes = NULL;
 	s->func_entry = s->args_only = false;
+	s->entry_pad = s->pad_len = s->ret_pac = 0;
 	s->fpu = NP_FPU_NONE;
 	s->live = true;
 	struct np_site **head = site_head(addr);
@@ -345,14 +346,6 @@ static void site_unlink(struct np_site *s, struct np_probe *p)
 	p->next_in_site = NULL;
 }
 
-static bool is_func_entry(uint64_t addr, const struct np_probe *p)
-{
-	struct np_func_bounds fb;
-	if (p->func_start)
-		return p->func_start == addr;
-	return np_symbol_bounds(addr, &fb) == 0 && fb.start == addr;
-}
-
 static int check_return_site(const struct np_site *s, const struct np_probe *p)
 {
 	if (!p->on_return)
@@ -370,9 +363,20 @@ static int check_return_site(const struct np_site *s, const struct np_probe *p)
 	return 0;
 }
 
-/* A new probe at a site that already exists. */
-static int attach_existing(struct np_site *s, struct np_probe *p)
+/* An entry probe moved past a landing pad makes its site the entry. */
+static void site_set_entry(struct np_site *s, const struct np_entry *e)
 {
+	s->func_entry = true;
+	s->entry_pad = e->pad;
+	s->pad_len = e->pad_len;
+	s->ret_pac = e->ret_pac;
+}
+
+/* A new probe at a site that already exists. */
+static int attach_existing(struct np_site *s, struct np_probe *p, const struct np_entry *e)
+{
+	if (e && !s->func_entry)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad)
 		return bad;
@@ -395,12 +399,13 @@ static int attach_existing(struct np_site *s, struct np_probe *p)
 	return err;
 }
 
-static int attach_new(uint64_t addr, struct np_probe *p)
+static int attach_new(uint64_t addr, struct np_probe *p, const struct np_entry *e)
 {
 	struct np_site *s = np_site_new(addr);
 	if (!s)
 		return -ENOMEM;
-	s->func_entry = is_func_entry(addr, p);
+	if (e)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad) {
 		np_site_release(s);
@@ -438,12 +443,16 @@ static int attach_locked(void *addr, const struct np_probe_opts *o, struct np_pr
 			err == -ENOEXEC ? "no executable code mapped there" : "invalid options");
 		return err;
 	}
-	/* a region of this batch there: in place before it is shared */
-	if (np_batch_pending(np_region_find((uint64_t)addr)))
-		np_batch_flush();
 	struct np_probe *p = probe_new(addr, o);
-	struct np_site *s = p ? np_site_get((uint64_t)addr) : NULL;
-	err = !p ? probe_new_error() : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
+	struct np_entry e = {.site = (uint64_t)addr}; /* after its landing pads (entry.c) */
+	bool entry = p && np_entry_find((uint64_t)addr, p->func_start, p->func_size, &e);
+	/* a region of this batch there: in place before it is shared */
+	if (np_batch_pending(np_region_find(e.site)))
+		np_batch_flush();
+	struct np_site *s = p ? np_site_get(e.site) : NULL;
+	err = !p ? probe_new_error()
+	      : s ? attach_existing(s, p, entry ? &e : NULL)
+		  : attach_new(e.site, p, entry ? &e : NULL);
 	if (err && p)
 		probe_delete(p);
 	else

@@ -264,6 +264,7 @@ static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site 
 	f->site = site;
 	f->gen = site->gen;
 	f->expect = np_host_ret_trampoline(site->fpu != NP_FPU_NONE);
+	f->ret_pac = site->ret_pac;
 	t->shadow_top++;
 	np_host_ret_set(ctx, f->expect);
 }
@@ -396,6 +397,15 @@ __attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np
 	return NULL;
 }
 
+/* Hosts without pointer authentication keep return addresses as they are
+ * (arm64's runtime.c signs them). */
+__attribute__((weak)) uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
+{
+	(void)slot;
+	(void)pac;
+	return ret;
+}
+
 void np_shadow_unwind_all(struct np_thread *t)
 {
 	uint64_t lo = (uint64_t)(uintptr_t)__builtin_frame_address(0);
@@ -404,7 +414,7 @@ void np_shadow_unwind_all(struct np_thread *t)
 		uint64_t *at = ret_now(f, lo);
 		f->data = 0;
 		if (at) {
-			*at = f->ret;
+			*at = np_host_ret_sign(f->ret, f->slot, f->ret_pac);
 			miss_returns(t, f);
 		}
 		lo = f->slot;

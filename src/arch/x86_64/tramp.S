@@ -116,6 +116,10 @@ TEMPLATE(np_x86_restore_args)
 	mov %rbx, %rsp
 	cmpl $0, 12(%rsp)
 	je 1f
+	/* the redirect loads every register from ctx: the callee-saved ones,
+	 * left out above, still hold the program's values (C preserved them) */
+	mov %rbp, 56(%rsp); mov %r12, 112(%rsp); mov %r13, 120(%rsp)
+	mov %r14, 128(%rsp); mov %r15, 136(%rsp)
 	SLOT(np_x86_restore_args_redirect_imm)
 	jmp *%rax
 1:	testl $CTX_ARMED, 8(%rsp)	/* for np_x86_ret_call: pop and lea keep ZF */
