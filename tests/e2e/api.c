@@ -388,6 +388,9 @@ TEST(too_many_probes_at_one_jump_site_fail_with_e2big_the_others_still_count)
 	CHECK_EQ(c.hits, 2 * (uint64_t)n);
 }
 
+/* The two cases below are about x86's variable-length instructions: a
+ * jump that displaces several of them, and one that ends on a call. */
+#if defined(__x86_64__)
 /* ---- a batch some of whose probes cannot be placed safely ----------------
  * A running thread that blocks the engine's signal cannot be asked where it
  * stopped: a probe whose jump displaces several instructions (api_seq) is
@@ -542,6 +545,8 @@ TEST(a_jump_that_ends_on_a_call_serves_return_probes_and_refuses_a_trap_on_the_c
 	if (p)
 		CHECK_EQ(e2e_detach_free(p), 0);
 }
+
+#endif /* __x86_64__ */
 
 TEST(attach_and_detach_from_a_handler_fail_with_edeadlk)
 {
