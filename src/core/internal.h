@@ -357,7 +357,10 @@ uint64_t np_host_ret_trampoline(bool fpu);
  * the function signs it (arm64 pac-ret: key 'pac', np_landing_pad): what
  * an unwinder must find in the frame. ret by default. */
 uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac);
-bool np_host_is_ret_trampoline(uint64_t addr);
+/* A return address as found in a frame, as code address: arm64 strips the
+ * pointer-authentication code a pac-ret function signed it with. The word
+ * by default. */
+uint64_t np_host_ret_strip(uint64_t word);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
 /* How code is written: through /proc/self/mem (false), or with aligned

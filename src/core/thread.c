@@ -390,11 +390,17 @@ __attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np
 								 uint64_t lo)
 {
 	if (np_host_ret_in_memory())
-		return *(uint64_t *)f->slot == f->expect ? (uint64_t *)f->slot : NULL;
+		return np_host_ret_strip(*(uint64_t *)f->slot) == f->expect ? (uint64_t *)f->slot
+									     : NULL;
 	for (uint64_t a = (f->slot - 8) & ~(uint64_t)7; a >= lo && a < f->slot; a -= 8)
-		if (*(uint64_t *)a == f->expect)
+		if (np_host_ret_strip(*(uint64_t *)a) == f->expect)
 			return (uint64_t *)a;
 	return NULL;
+}
+
+__attribute__((weak)) uint64_t np_host_ret_strip(uint64_t word)
+{
+	return word;
 }
 
 /* Hosts without pointer authentication keep return addresses as they are

@@ -374,11 +374,9 @@ uint64_t np_host_ret_trampoline(bool fpu)
 }
 
 /* A word the unwinder found may be signed (a pac-ret function spilled x30). */
-bool np_host_is_ret_trampoline(uint64_t addr)
+uint64_t np_host_ret_strip(uint64_t word)
 {
-	addr = pac_strip(addr);
-	return addr == (uint64_t)(uintptr_t)np_a64_ret_tramp ||
-	       addr == (uint64_t)(uintptr_t)np_a64_ret_tramp_fpu;
+	return pac_strip(word);
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)

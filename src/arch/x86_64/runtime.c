@@ -410,11 +410,6 @@ uint64_t np_host_ret_trampoline(bool fpu)
 	return fpu && ret_tramp_fpu ? ret_tramp_fpu : ret_tramp;
 }
 
-bool np_host_is_ret_trampoline(uint64_t addr)
-{
-	return addr == ret_tramp || addr == ret_tramp_fpu;
-}
-
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
 {
 	uint64_t sp = ctx->regs.gpr[4];
