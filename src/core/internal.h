@@ -334,6 +334,7 @@ void np_logf(enum np_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 uint32_t np_slot_alloc(void);
 void np_slot_free(uint32_t slot);
+void np_slot_bases(uint32_t slot, uint64_t *hits, uint64_t *missed);
 
 /* Host runtime (src/arch/<host>/runtime.c). */
 struct ucontext_t;

@@ -60,6 +60,7 @@ NP_API const char *np_strategy_name(enum np_strategy s)
 /* --- counter slots ------------------------------------------------------- */
 
 static uint8_t slot_used[NP_MAX_PROBES];
+static uint8_t slot_owned_before[NP_MAX_PROBES]; /* its counters may not be 0 */
 static uint32_t slot_hint, slots_in_use;
 
 /* Why probe_new failed: every counter slot taken, or out of memory. */
@@ -89,7 +90,19 @@ uint32_t np_slot_alloc(void)
 void np_slot_free(uint32_t slot)
 {
 	slot_used[slot] = 0;
+	slot_owned_before[slot] = 1;
 	slots_in_use--;
+}
+
+/* What earlier owners of 'slot' left in the threads' counters: a new owner
+ * counts from there. A slot never owned has left nothing, and summing it
+ * would read (and fault in) a fresh page of every thread block: thousands
+ * of page faults when 10,000 probes are attached. */
+void np_slot_bases(uint32_t slot, uint64_t *hits, uint64_t *missed)
+{
+	bool owned = slot_owned_before[slot];
+	*hits = owned ? np_thread_sum_hits(slot) : 0;
+	*missed = owned ? np_thread_sum_missed(slot) : 0;
 }
 
 /* --- sites --------------------------------------------------------------- */
@@ -315,8 +328,7 @@ static struct np_probe *probe_new(void *addr, const struct np_probe_opts *o)
 		free(p);
 		return NULL;
 	}
-	p->hits_base = np_thread_sum_hits(p->slot);
-	p->missed_base = np_thread_sum_missed(p->slot);
+	np_slot_bases(p->slot, &p->hits_base, &p->missed_base);
 	return p;
 }
 

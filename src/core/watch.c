@@ -496,8 +496,7 @@ static struct np_watch *watch_new(uint64_t addr, size_t len, enum np_watch_type 
 		free(w);
 		return NULL;
 	}
-	w->hits_base = np_thread_sum_hits(w->slot);
-	w->missed_base = np_thread_sum_missed(w->slot);
+	np_slot_bases(w->slot, &w->hits_base, &w->missed_base);
 	w->token.addr = addr;
 	w->token.live = true;
 	uint64_t v = 0;

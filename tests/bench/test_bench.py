@@ -104,6 +104,8 @@ def check_attach_rows(rows):
                   f"{name}: every probe placed and hit once", r)
             check(r["attach_ms"] > 0 and r["detach_ms"] >= 0 and r["probes_per_sec"] > 0,
                   f"{name}: times and rate", r)
+            check(0 <= r["attach_cpu_ms"] and 0 <= r["detach_cpu_ms"],
+                  f"{name}: CPU times", r)
 
 
 def check_program_rows(rows):

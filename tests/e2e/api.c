@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -387,6 +388,51 @@ TEST(too_many_probes_at_one_jump_site_fail_with_e2big_the_others_still_count)
 		CHECK_EQ(e2e_detach_free(p[i]), 0);
 	CHECK_EQ(add_one_p(1), 2);
 	CHECK_EQ(c.hits, 2 * (uint64_t)n);
+}
+
+/* Probe counters live in per-thread slots, reused after a detach: a new
+ * probe in a slot an earlier probe counted in starts from zero. 65,537
+ * attaches go once around the 65,536 slots. The site keeps a probe of its
+ * own, so that each attach only rebuilds its trampoline; as retired
+ * trampolines are not reused (docs/design.md), the 65,537 of them run in a
+ * child, so that the address space of the later cases stays as it was. */
+static int slot_round(void)
+{
+	enum { ROUND = 65536 + 1 };
+	struct e2e_counter keep = {0}, c = {0};
+	struct np_probe *k = attach((void *)add_one, e2e_count, NULL, &keep, NP_STRATEGY_AUTO);
+	int wrong = !k;
+
+	for (int i = 0; k && i < ROUND && wrong < 3; i++) {
+		struct np_probe *p = attach((void *)add_one, e2e_count, NULL, &c, NP_STRATEGY_AUTO);
+		if (p)
+			add_one_p(i);
+		if (!p || np_probe_hits(p) != 1 || np_probe_missed(p) != 0) {
+			printf("# attach %d: %llu hits, %llu missed\n", i,
+			       (unsigned long long)np_probe_hits(p),
+			       (unsigned long long)np_probe_missed(p));
+			wrong++;
+		}
+		if (p && e2e_detach_free(p))
+			wrong++;
+	}
+	if (k && (c.hits != ROUND || np_probe_hits(k) != ROUND || e2e_detach_free(k)))
+		wrong++;
+	return wrong;
+}
+
+TEST(a_reused_counter_slot_counts_from_zero)
+{
+	int status = -1;
+
+	e2e_log_capture();
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(slot_round() ? 1 : 0);
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* The two cases below are about x86's variable-length instructions: a

@@ -29,6 +29,9 @@ struct bench_row {
 	/* ROW_ATTACH */
 	unsigned probes;
 	double attach_ms, detach_ms, probes_per_sec;
+	/* the CPU time the process used meanwhile: on a shared machine, wall
+	 * time also counts the time others had the CPU */
+	double attach_cpu_ms, detach_cpu_ms;
 	/* ROW_PROGRAM */
 	const char *metric;      /* "seconds" (lower is better) or "rps" */
 	double value, overhead_pct;

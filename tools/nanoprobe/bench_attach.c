@@ -25,11 +25,29 @@
 extern long (*const np_bench_funcs[])(long);
 extern const unsigned np_bench_nfuncs;
 
-static double now_ms(void)
+static double clock_ms(clockid_t c)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Wall and process CPU time at one moment. */
+struct stamp {
+	double wall, cpu;
+};
+
+static struct stamp stamp(void)
+{
+	return (struct stamp){clock_ms(CLOCK_MONOTONIC), clock_ms(CLOCK_PROCESS_CPUTIME_ID)};
+}
+
+/* attach: t0 to t1; detach: t2 to t3. */
+static void set_times(struct bench_row *r, struct stamp t0, struct stamp t1, struct stamp t2,
+		      struct stamp t3)
+{
+	r->attach_ms = t1.wall - t0.wall, r->detach_ms = t3.wall - t2.wall;
+	r->attach_cpu_ms = t1.cpu - t0.cpu, r->detach_cpu_ms = t3.cpu - t2.cpu;
 }
 
 static void count_hit(struct np_ctx *ctx, void *data)
@@ -62,9 +80,9 @@ static void engine_row(unsigned n, struct bench_row *r)
 		addrs[i] = (void *)np_bench_funcs[i], opts[i] = &o;
 	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = n, .addrs = addrs, .opts = opts,
 							  .probes = p, .errs = errs);
-	double t0 = now_ms();
+	struct stamp t0 = stamp();
 	int placed = np_probe_attach_many(&mo);
-	double t1 = now_ms();
+	struct stamp t1 = stamp();
 	for (unsigned i = 0; placed >= 0 && (unsigned)placed < n && i < n; i++)
 		if (!p[i]) {
 			snprintf(r->skipped, sizeof(r->skipped), "probe %u of %u refused: %s", i + 1,
@@ -76,9 +94,9 @@ static void engine_row(unsigned n, struct bench_row *r)
 	uint64_t before = bench_tls_hits;
 	call_all(n);
 	r->hits = bench_tls_hits - before;
-	double t2 = now_ms();
+	struct stamp t2 = stamp();
 	np_probe_detach_many(p, n);
-	r->attach_ms = t1 - t0, r->detach_ms = now_ms() - t2;
+	set_times(r, t0, t1, t2, stamp());
 	for (unsigned i = 0; i < n; i++)
 		np_probe_free(p[i]);
 out:
@@ -102,15 +120,15 @@ static void kernel_row(unsigned n, struct kcount *k, struct bench_row *r)
 		snprintf(r->skipped, sizeof(r->skipped), "the functions are in no file");
 	for (unsigned i = 0; i < n; i++)
 		off[i] = off0 + ((uintptr_t)np_bench_funcs[i] - (uintptr_t)np_bench_funcs[0]);
-	double t0 = now_ms();
+	struct stamp t0 = stamp();
 	if (!r->skipped[0])
 		kcount_attach_multi(k, path, off, n, false, getpid(), r->skipped, sizeof(r->skipped));
-	double t1 = now_ms();
+	struct stamp t1 = stamp();
 	call_all(n);
 	r->hits = kcount_read(k);
-	double t2 = now_ms();
+	struct stamp t2 = stamp();
 	kcount_detach_all(k);
-	r->attach_ms = t1 - t0, r->detach_ms = now_ms() - t2;
+	set_times(r, t0, t1, t2, stamp());
 	free(off);
 }
 

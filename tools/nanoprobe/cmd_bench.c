@@ -63,9 +63,9 @@ static void emit_json(const struct bench_row *r)
 		break;
 	case ROW_ATTACH:
 		printf(",\"probes\":%u,\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"probes_per_sec\":%.0f"
-		       ",\"calls\":%llu,\"hits\":%llu",
-		       r->probes, r->attach_ms, r->detach_ms, r->probes_per_sec,
-		       (unsigned long long)r->calls, (unsigned long long)r->hits);
+		       ",\"attach_cpu_ms\":%.3f,\"detach_cpu_ms\":%.3f,\"calls\":%llu,\"hits\":%llu",
+		       r->probes, r->attach_ms, r->detach_ms, r->probes_per_sec, r->attach_cpu_ms,
+		       r->detach_cpu_ms, (unsigned long long)r->calls, (unsigned long long)r->hits);
 		break;
 	case ROW_PROGRAM:
 		printf(",\"metric\":\"%s\",\"value\":%.4f", r->metric, r->value);
@@ -100,8 +100,9 @@ static void emit_text(const struct bench_row *r)
 		       r->ns_per_hit);
 		break;
 	case ROW_ATTACH:
-		printf("%u probes: attach %.1f ms, detach %.1f ms (%.0f probes/s)", r->probes,
-		       r->attach_ms, r->detach_ms, r->probes_per_sec);
+		printf("%u probes: attach %.1f ms (cpu %.1f), detach %.1f ms (cpu %.1f) (%.0f probes/s)",
+		       r->probes, r->attach_ms, r->attach_cpu_ms, r->detach_ms, r->detach_cpu_ms,
+		       r->probes_per_sec);
 		break;
 	case ROW_USECS:
 		printf("%10.*f usecs/op (%llu ops)", r->usecs_per_op < 0.1 ? 5 : 3, r->usecs_per_op,
