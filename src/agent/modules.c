@@ -157,9 +157,15 @@ static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
 int np_agent_attach_pending(void)
 {
 	int waiting = 0;
-	size_t n = 0;
-	struct aprobe **ready = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*ready));
-	uint64_t *bias = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*bias));
+	size_t n = 0, pending = 0;
+	for (uint32_t i = 0; i < np_agent.nprobes; i++)
+		pending += np_agent.probes[i].state == AP_PENDING;
+	/* the common case, every maintenance tick: nothing to do, and nothing
+	 * allocated (a sanitizer's allocator is shared with the program) */
+	if (!pending)
+		return 0;
+	struct aprobe **ready = calloc(pending, sizeof(*ready));
+	uint64_t *bias = calloc(pending, sizeof(*bias));
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t b;
