@@ -22,11 +22,15 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # cases only); see docs/arm64.md
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
                 e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many
+# the differential runs on arm64 (docs/reliability.md): Debian's arm64
+# builds of these, unpacked under $(BUILD_ARM64)/debroot, never installed
+ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3
+ARM64_DIFF_SCALE ?= 0.2
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif
 
-.PHONY: all deps build check check-arm64 check-sanitize demo bench install clean
+.PHONY: all deps build check check-arm64 check-arm64-differential check-sanitize demo bench install clean
 
 all: build
 
@@ -56,13 +60,22 @@ check: build
 	  $(MAKE) --no-print-directory check-arm64 || status=1; exit $$status
 
 # The engine cross-built for arm64, its e2e suites run under qemu-aarch64
-# (the cross file's exe_wrapper).
-check-arm64: deps
+# (the cross file's exe_wrapper); then the differential runs of Debian's
+# arm64 programs, driven by the host's command with the arm64 agent.
+check-arm64: build
 	[ -f $(BUILD_ARM64)/build.ninja ] || $(MESON) setup $(BUILD_ARM64) --cross-file $(CROSS_ARM64)
 	ninja -C $(BUILD_ARM64)
 	$(MESON) test -C $(BUILD_ARM64) --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
 	  $(ARM64_TESTS); status=$$?; \
-	  python3 tools/test-summary.py $(BUILD_ARM64)/meson-logs/testlog.json; exit $$status
+	  python3 tools/test-summary.py $(BUILD_ARM64)/meson-logs/testlog.json; \
+	  $(MAKE) --no-print-directory check-arm64-differential || status=1; exit $$status
+
+check-arm64-differential: build
+	python3 tests/reliability/debroot.py arm64 $(BUILD_ARM64)/debroot $(ARM64_DIFF_DEBS)
+	NP_DIFF_ISA=arm64 NP_DIFF_ROOT=$(abspath $(BUILD_ARM64))/debroot/root \
+	  NP_DIFF_AGENT=$(abspath $(BUILD_ARM64))/src/agent/libnanoprobe-agent.so \
+	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_DIFF_SCALE=$(ARM64_DIFF_SCALE) \
+	  python3 tests/reliability/differential.py
 
 # The suite under ASan+UBSan, built by gcc and by clang (clang's build also
 # runs the libFuzzer harnesses for a bounded number of executions).

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +33,25 @@ struct module_scan {
 	bool found;
 };
 
+/* The program's own file. Opened, not stat'ed by name: under qemu-user,
+ * /proc/self/exe names qemu to stat(), and only open() is the emulator's
+ * to answer with the guest program. Natively both are the same file. */
+static int stat_program(struct stat *st)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int rc = fd >= 0 ? fstat(fd, st) : -1;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 static int match_module(struct dl_phdr_info *info, size_t size, void *cookie)
 {
 	struct module_scan *s = cookie;
-	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-								 : "/proc/self/exe";
+	const char *name = info->dlpi_name;
 	struct stat st;
-	if (stat(name, &st) || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino)
+	if ((name && name[0] ? stat(name, &st) : stat_program(&st)) ||
+	    (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino)
 		return 0;
 	s->bias = info->dlpi_addr;
 	s->found = true;

@@ -504,6 +504,29 @@ def count_exact():
 
 
 @case
+def an_agent_of_another_isa_goes_to_the_emulated_program():
+    """NANOPROBE_AGENT built for another ISA: CMD is qemu-user, and the agent
+    goes into the guest's LD_PRELOAD through QEMU_SET_ENV, never into the
+    host loader's (which would print an error on the program's stderr).
+    `env` stands in for qemu here: it shows the environment it was given."""
+    foreign = "/usr/aarch64-linux-gnu/lib/libc.so.6"  # any aarch64 ELF
+    if not os.path.exists(foreign):
+        R.skip("an agent of another ISA", f"{foreign} is not installed")
+        return
+    env = dict(ENV, NANOPROBE_AGENT=foreign, LD_PRELOAD="")
+    p = run([NANOPROBE, "count", "-o", "/dev/null", "c:malloc", "--", "/usr/bin/env"], env=env)
+    lines = p.stdout.splitlines()
+    R.check(f"QEMU_SET_ENV=LD_PRELOAD={foreign}" in lines,
+            "a foreign agent is in QEMU_SET_ENV", describe(p))
+    R.check(not [l for l in lines if l.startswith("LD_PRELOAD=") and l != "LD_PRELOAD="],
+            "a foreign agent is not in the host's LD_PRELOAD", describe(p))
+    R.check(any(l.startswith("NANOPROBE_AGENT_SOCK=") for l in lines),
+            "the socket's variable is passed as usual", describe(p))
+    R.check(p.returncode == 1 and "exited before the agent started" in p.stderr,
+            "no agent connected: said so, exit 1", describe(p))
+
+
+@case
 def count_output_file_status_and_probe_names():
     n = 40
     want_out = plain([COUNTER, n])

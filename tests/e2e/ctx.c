@@ -7,6 +7,7 @@
  * np_ctx_override_return (on arm64, the redirect path through the
  * runtime's own breakpoint). Each under AUTO and forced TRAP.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -192,6 +193,57 @@ TEST(the_return_value_is_read_and_changed_at_the_return)
 		if (p)
 			CHECK_EQ(e2e_detach_free(p), 0);
 		CHECK_EQ(triple(10), 30);
+	}
+}
+
+/* libc's own string functions under forced TRAP. The SIGTRAP handler must
+ * call none of them: gcc turns a struct cleared with memset, or copied,
+ * into a call to libc on arm64 where x86-64 inlines it, and a breakpoint
+ * there made the handler trap into itself until the stack ran out (found
+ * by the differential runs on arm64: a TRAP probe on libc's memset). Only
+ * the calls on this test's own buffer are counted: the engine and stdio
+ * may call these too. */
+struct libc_hits {
+	const void *buf;
+	unsigned hits;
+};
+
+static void count_on_buf(struct np_ctx *ctx, void *data)
+{
+	struct libc_hits *h = data;
+	if (np_ctx_arg(ctx, 0) == (uint64_t)(uintptr_t)h->buf)
+		h->hits++;
+}
+
+TEST(trap_probes_on_libc_memset_memcpy_and_memmove_count_every_call)
+{
+	static const char *const names[] = {"memset", "memcpy", "memmove"};
+	static unsigned char buf[4096], src[4096];
+	e2e_log_capture();
+	for (unsigned n = 0; n < 3; n++) {
+		/* the implementation the program reaches: dlsym resolves the ifunc */
+		void *fn = dlsym(RTLD_DEFAULT, names[n]);
+		CHECK(fn);
+		if (!fn)
+			continue;
+		struct libc_hits h = {.buf = buf};
+		const struct mode trap = {NP_STRATEGY_TRAP, 0};
+		struct np_probe *p = attach(fn, count_on_buf, NULL, &h, &trap);
+		CHECK(p);
+		void *(*volatile set)(void *, int, size_t) = memset;
+		void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;
+		for (unsigned i = 0; i < 100; i++) {
+			if (n == 0)
+				set(buf, (int)i, 1 + i * 40);
+			else
+				copy(buf, src, 1 + i * 40);
+		}
+		CHECK_EQ(buf[0], n == 0 ? 99 : 0);
+		CHECK_EQ(h.hits, p ? 100 : 0);
+		if (p) {
+			CHECK_EQ(np_probe_missed(p), 0);
+			CHECK_EQ(e2e_detach_free(p), 0);
+		}
 	}
 }
 

@@ -20,18 +20,30 @@ whose work depends on addresses (hash tables keyed by pointers) do the
 same work every time. A probe whose count still differs between two TRAP
 runs of the same program is left out of the comparison and reported.
 
+On arm64 (NP_DIFF_ISA=arm64), the programs are Debian's arm64 builds,
+unpacked by tests/reliability/debroot.py (never installed), run under
+qemu-aarch64 with Debian's cross libc (/usr/aarch64-linux-gnu), by the same
+host command with the arm64 agent (NANOPROBE_AGENT): the command reads the
+arm64 files, starts qemu, and the agent, preloaded in the guest, places
+the probes and counts.
+
 Output: `ok N - name` / `not ok N - name` lines, and `N passed, M failed`.
 Arguments: names of programs to run (default: all). Environment: NP_CLI
-(the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1).
+(the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1);
+for arm64 NP_DIFF_ISA=arm64, NP_DIFF_ROOT (the unpacked packages),
+NP_DIFF_AGENT (the arm64 agent), NP_DIFF_SYSROOT (default
+/usr/aarch64-linux-gnu).
 """
 import ctypes
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -45,9 +57,15 @@ HOT_FUNCTIONS = 2          # per file, for the every-instruction runs
 HOT_MAX_BYTES = 400        # small enough to probe every instruction
 RERUNS = 3                 # where AUTO and TRAP differ: runs to tell timing apart
 
-ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "NANOPROBE_AGENT")}
+ENV = {k: v for k, v in os.environ.items()
+       if k not in ("LD_PRELOAD", "NANOPROBE_AGENT", "QEMU_SET_ENV", "QEMU_LD_PREFIX")}
 ENV.update({"LC_ALL": "C", "DEBUGINFOD_URLS": "", "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1"})
+
+ISA = os.environ.get("NP_DIFF_ISA", "x86_64")
+DEBROOT = os.environ.get("NP_DIFF_ROOT", "")
+SYSROOT = os.environ.get("NP_DIFF_SYSROOT", "/usr/aarch64-linux-gnu")
+MULTIARCH = "aarch64-linux-gnu"
 
 
 R = Results()
@@ -102,8 +120,35 @@ def real(path):
     return os.path.realpath(path) if path and os.path.exists(path) else None
 
 
+def guest_library_dirs():
+    """arm64: where the guest's loader looks, in order (the cross libc
+    first, see cross/aarch64-linux-gnu.ini), then the unpacked packages'
+    libraries, then the multiarch ones (the agent's libelf)."""
+    return [os.path.join(SYSROOT, "lib")] + \
+        [os.path.join(DEBROOT, d, MULTIARCH) for d in ("lib", "usr/lib")] + \
+        [os.path.join("/usr/lib", MULTIARCH)]
+
+
+def guest_wrapper():
+    """The command that runs a program of the ISA: nothing natively."""
+    if ISA == "x86_64":
+        return []
+    return ["qemu-aarch64", "-L", SYSROOT, "-E",
+            "LD_LIBRARY_PATH=" + ":".join(guest_library_dirs())]
+
+
+def program_path(name):
+    if ISA == "x86_64":
+        return real(f"/usr/bin/{name}")
+    found = [os.path.join(DEBROOT, d, name) for d in ("usr/bin", "bin")]
+    return real(next((f for f in found if os.path.exists(f)), None))
+
+
 def library_path(soname):
-    """The host's copy of a library, as the dynamic linker finds it."""
+    """The copy of a library the program's dynamic linker finds."""
+    if ISA != "x86_64":
+        found = [os.path.join(d, soname) for d in guest_library_dirs()]
+        return real(next((f for f in found if os.path.exists(f)), None))
     out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
     found = [l.split("=>")[-1].strip() for l in out.splitlines()
              if l.strip().startswith(soname + " ")]
@@ -113,19 +158,22 @@ def library_path(soname):
 
 def programs(inputs):
     """name -> (argv, stdin bytes or None, extra files whose functions to probe)."""
-    py = real(shutil.which("python3", path="/usr/bin"))
     rows = str(int(300 * SCALE))
-    return {
-        "sort": ([real("/usr/bin/sort"), "--parallel=1", "-S", "16M", "-k2", inputs["text"]],
+    progs = {
+        "sort": ([program_path("sort"), "--parallel=1", "-S", "16M", "-k2", inputs["text"]],
                  None, []),
-        "sha256sum": ([real("/usr/bin/sha256sum"), inputs["blob"], inputs["text"]], None, []),
-        "grep": ([real("/usr/bin/grep"), "-n", "-E", "(alpha|kilo) [a-z]+ [0-9]+7$",
+        "sha256sum": ([program_path("sha256sum"), inputs["blob"], inputs["text"]], None, []),
+        "grep": ([program_path("grep"), "-n", "-E", "(alpha|kilo) [a-z]+ [0-9]+7$",
                   inputs["text"]], None, []),
-        "gzip": ([real("/usr/bin/gzip"), "-c", "-6", inputs["blob"]], None, []),
-        "python3": ([py, "-c", PY_WORKLOAD.replace("ROWS", rows)], None, []),
-        "sqlite3": ([real("/usr/bin/sqlite3"), ":memory:"], inputs["sql"].encode(),
+        "gzip": ([program_path("gzip"), "-c", "-6", inputs["blob"]], None, []),
+        "python3": ([real(shutil.which("python3", path="/usr/bin")), "-c",
+                     PY_WORKLOAD.replace("ROWS", rows)], None, []),
+        "sqlite3": ([program_path("sqlite3"), ":memory:"], inputs["sql"].encode(),
                     [library_path("libsqlite3.so.0")]),
     }
+    if ISA != "x86_64":
+        del progs["python3"]  # its arm64 build needs dozens of packages unpacked
+    return progs
 
 
 # --------------------------------------------------------------------------
@@ -138,15 +186,30 @@ def no_aslr():
     libc.personality(0x0040000)  # ADDR_NO_RANDOMIZE
 
 
-def run(argv, stdin=None):
-    p = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=ENV, timeout=TIMEOUT, preexec_fn=no_aslr)
-    return p
+def run(argv, stdin=None, env=ENV):
+    """In a session of its own: on a timeout the program nanoprobe started
+    (qemu, under arm64) goes too, not only nanoprobe."""
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, preexec_fn=no_aslr,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(stdin, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        out, err = p.communicate()
+        err += f"\n(killed after {TIMEOUT} s)".encode()
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 def probed(strategy, specs, argv, stdin, out):
-    cmd = [NANOPROBE, "count", "-j", "-o", out, "--strategy", strategy] + specs + ["--"] + argv
-    p = run(cmd, stdin)
+    cmd = [NANOPROBE, "count", "-j", "-o", out, "--strategy", strategy] + specs + ["--"] + \
+        guest_wrapper() + argv
+    env = dict(ENV)
+    if ISA != "x86_64":
+        env["NANOPROBE_AGENT"] = os.environ["NP_DIFF_AGENT"]
+    if os.path.exists(out):
+        os.unlink(out)  # a run that writes none must not read the last one's
+    p = run(cmd, stdin, env)
     counts, refused = {}, set()
     try:
         with open(out) as f:
@@ -174,6 +237,17 @@ def same_outcome(label, plain, p, program_err):
     return ok
 
 
+def refusal_reasons(own):
+    """`nanoprobe: cannot place G:E[ at PATH+0xN]: WHY` -> {WHY: n}."""
+    reasons = {}
+    for line in own:
+        if line.startswith("nanoprobe: cannot place "):
+            why = re.sub(r"0x[0-9a-f]+", "ADDR", line.split(": ", 2)[-1])
+            why = why.rsplit("cannot probe ADDR: ", 1)[-1]
+            reasons[why] = reasons.get(why, 0) + 1
+    return reasons
+
+
 def losses(own):
     """nanoprobe's own reports of hits it could not count."""
     return [l for l in own if "not recorded" in l or "lost" in l or "corrupt" in l
@@ -196,6 +270,8 @@ def one_run(label, strategy, specs, argv, stdin, plain, out, check=True):
         if refused:
             note(f"{label} {strategy}: {len(refused)} probes refused at attach: "
                  + ", ".join(sorted(refused)[:6]))
+            for why, n in sorted(refusal_reasons(own).items(), key=lambda kv: -kv[1])[:8]:
+                note(f"    {n} x {why}")
     return counts, refused
 
 
@@ -204,7 +280,7 @@ def differential(label, specs, argv, stdin, plain, tmp):
     to RERUNS times): a count that changes between runs of one strategy
     depends on timing (a lock contended by the agent's thread, or not), not
     on how probes are placed.
-    Returns the AUTO counts and (probes, compared, hits)."""
+    Returns the AUTO counts and (probes, refused, compared, hits)."""
     out = os.path.join(tmp, "counts.json")
     auto, ra = one_run(label, "auto", specs, argv, stdin, plain, out)
     trap, rt = one_run(label, "trap", specs, argv, stdin, plain, out)
@@ -227,7 +303,7 @@ def differential(label, specs, argv, stdin, plain, tmp):
     R.check(len(unstable) * 200 <= len(auto), f"{label}: at most 0.5% of counts vary run to run",
             "\n".join(sorted(unstable)[:30]))
     R.check(hits > 0, f"{label}: the probes were hit", "no hits at all")
-    return auto, (len(auto), compared, hits)
+    return auto, (len(auto), len(refused), compared, hits)
 
 
 def hot_functions(counts, files):
@@ -249,7 +325,24 @@ def hot_functions(counts, files):
     return chosen
 
 
+ANALYSED = {}
+
+
+def analysed_sites(path, fn):
+    """Another ISA's instructions: `list PATH FUNC` decodes the host's ISA
+    only, `analyze` reads any ISA this build has a layer for (one pass
+    over the file, kept for its other functions)."""
+    if path not in ANALYSED:
+        out = subprocess.run([NANOPROBE, "analyze", "-j", path], capture_output=True,
+                             text=True, env=ENV).stdout
+        ANALYSED[path] = [json.loads(l) for l in out.splitlines() if '"type":"site"' in l]
+    return sorted(x["offset"] for x in ANALYSED[path] if x["function"] == fn)
+
+
 def instruction_specs(path, fn):
+    if ISA != "x86_64":
+        return [f"{path}:{fn}+{off}" if off else f"{path}:{fn}"
+                for off in analysed_sites(path, fn)]
     listing = subprocess.run([NANOPROBE, "list", "-j", path, fn], capture_output=True,
                              text=True, env=ENV).stdout
     specs = []
@@ -267,7 +360,7 @@ def instruction_specs(path, fn):
 def run_program(name, argv, stdin, extra, tmp):
     R.check(all(argv[:1]) and os.access(argv[0], os.X_OK), f"{name}: {argv[0]} is installed")
     files = [argv[0], real(library_path("libc.so.6"))] + [f for f in extra if f]
-    plain = run(argv, stdin)
+    plain = run(guest_wrapper() + argv, stdin)
     R.check(plain.returncode == 0 and plain.stdout,
             f"{name}: runs plainly", plain.stderr.decode(errors="replace")[-1000:])
     specs = [s for f in files for s in (f"{f}:*", f"{f}:*%return")]
@@ -279,7 +372,8 @@ def run_program(name, argv, stdin, extra, tmp):
     note(f"{name} (b): every instruction of " +
          ", ".join(f"{os.path.basename(p)}:{f}" for p, f in hot) + f" ({len(specs)} probes)")
     _, fig_b = differential(f"{name} (b) every instruction", specs, argv, stdin, plain, tmp)
-    note(f"{name}: figures placed/compared/hits (a) {fig_a} (b) {fig_b}")
+    note(f"{name}: figures probes/refused/compared/hits (a) {fig_a} (b) {fig_b}")
+    return fig_a, fig_b
 
 
 def main():
@@ -287,6 +381,7 @@ def main():
         print(f"nanoprobe not found at {NANOPROBE}", file=sys.stderr)
         return 2
     wanted = sys.argv[1:]
+    started, totals = time.monotonic(), {"a": [0] * 4, "b": [0] * 4}
     with tempfile.TemporaryDirectory(prefix="np-diff-") as tmp:
         inputs = make_inputs(tmp)
         for name, (argv, stdin, extra) in programs(inputs).items():
@@ -295,7 +390,10 @@ def main():
             if not argv[0]:
                 R.check(False, f"{name}: installed", "the Makefile's deps install it")
                 continue
-            run_program(name, argv, stdin, extra, tmp)
+            for part, fig in zip("ab", run_program(name, argv, stdin, extra, tmp)):
+                totals[part] = [t + f for t, f in zip(totals[part], fig)]
+    note(f"{ISA}: probes/refused/compared/hits (a) {totals['a']} (b) {totals['b']}; "
+         f"{time.monotonic() - started:.0f} s")
     return R.summary()
 
 

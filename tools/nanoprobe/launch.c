@@ -103,19 +103,60 @@ static int sanitizer_env(void)
 #endif
 }
 
+#if defined(__x86_64__)
+#define HOST_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#elif defined(__riscv)
+#define HOST_MACHINE EM_RISCV
+#endif
+
+bool launch_agent_foreign(const char *agent)
+{
+	int fd = open(agent, O_RDONLY | O_CLOEXEC);
+	elf_version(EV_CURRENT);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	GElf_Ehdr eh;
+	bool foreign = e && gelf_getehdr(e, &eh) && eh.e_machine != HOST_MACHINE;
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return foreign;
+}
+
+/* An agent built for another ISA goes to a program that qemu-user runs
+ * (CMD is qemu-ARCH, or binfmt_misc starts it): in LD_PRELOAD the host's
+ * loader would try it on the emulator itself and complain on stderr, so
+ * it goes into the guest's environment alone, through QEMU_SET_ENV (a
+ * comma-separated list of VAR=VALUE, hence no comma in the paths). The
+ * socket's variable reaches the guest as every other variable does. */
+static int preload_var(const char *agent)
+{
+	const char *old = getenv("LD_PRELOAD");
+	bool foreign = launch_agent_foreign(agent);
+	const char *qemu = foreign ? getenv("QEMU_SET_ENV") : NULL;
+	char *v = NULL;
+	if (foreign && (strchr(agent, ',') || (old && strchr(old, ',')))) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (asprintf(&v, "%s%s%s%s%s%s", qemu && *qemu ? qemu : "", qemu && *qemu ? "," : "",
+		     foreign ? "LD_PRELOAD=" : "", agent, old && *old ? ":" : "",
+		     old ? old : "") < 0)
+		return -1;
+	int rc = setenv(foreign ? "QEMU_SET_ENV" : "LD_PRELOAD", v, 1);
+	free(v);
+	return rc;
+}
+
 static int preload_env(const char *agent, const char *sock)
 {
-	if (sanitizer_env())
-		return -1;
-	const char *old = getenv("LD_PRELOAD");
-	char *v = NULL;
-	if (asprintf(&v, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "") < 0)
+	if (sanitizer_env() || preload_var(agent))
 		return -1;
 	char target[160];
 	snprintf(target, sizeof(target), "%s@%d", sock, (int)getpid()); /* see agent.c */
-	int rc = setenv("LD_PRELOAD", v, 1) || setenv(NP_AGENT_ENV_SOCK, target, 1);
-	free(v);
-	return rc;
+	return setenv(NP_AGENT_ENV_SOCK, target, 1);
 }
 
 /* The child reports a failed exec through a close-on-exec pipe. */

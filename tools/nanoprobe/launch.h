@@ -10,6 +10,9 @@
 /* The agent's shared object: $NANOPROBE_AGENT, else next to this command
  * (installed: ../lib/nanoprobe/, build tree: ../../src/agent/). */
 int launch_agent_path(char *out, size_t len, char *err, size_t errlen);
+/* The agent is built for another ISA than this command: the program runs
+ * under qemu-user, and the agent goes into the guest's LD_PRELOAD. */
+bool launch_agent_foreign(const char *agent);
 /* A program LD_PRELOAD cannot reach: no PT_INTERP. */
 bool launch_is_static(const char *path);
 /* fork + exec cmd with the agent preloaded and told `sock`. */

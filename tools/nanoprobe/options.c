@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <nanoprobe/nanoprobe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,12 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 		return 0;
 	}
 	int rc = np_resolve_path(o->cmd[0], 0, out, len, err, errlen);
-	if (!rc && launch_is_static(out)) {
+	/* with an agent for another ISA, CMD is the emulator (qemu-user,
+	 * often static): the guest's loader does the preloading */
+	char agent[PATH_MAX], ignored[256];
+	bool emulated = launch_agent_path(agent, sizeof(agent), ignored, sizeof(ignored)) == 0 &&
+			launch_agent_foreign(agent);
+	if (!rc && !emulated && launch_is_static(out)) {
 		snprintf(err, errlen, "%s is statically linked: the agent needs the dynamic "
 				      "loader to get in", out);
 		rc = -ENOEXEC;

@@ -18,6 +18,7 @@
  * offsets), one entry per distinct value.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 #include "core/pieces.h"
 
 #include <errno.h>
@@ -273,7 +274,7 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 void np_host_regs_from_uc(struct np_regs *regs, const void *ucv)
 {
 	const ucontext_t *uc = ucv;
-	memset(regs, 0, sizeof(*regs));
+	np_zero(regs, sizeof(*regs)); /* the hit path: no libc memset */
 	for (int i = 0; i < 31; i++)
 		regs->gpr[i] = uc->uc_mcontext.regs[i];
 	regs->gpr[SP] = uc->uc_mcontext.sp;
