@@ -23,11 +23,12 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
                 e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
-# builds of these, unpacked under $(BUILD_ARM64)/debroot, never installed.
-# Not grep yet: its AUTO run differs from TRAP (docs/reliability.md, "Not
-# explained yet"); `make check-arm64-differential ARM64_DIFF_DEBS=grep`
-# shows it.
-ARM64_DIFF_DEBS ?= coreutils gzip sqlite3
+# builds of the packages, unpacked under $(BUILD_ARM64)/debroot, never
+# installed; the programs run from them. Not grep yet: its AUTO run differs
+# from TRAP (docs/reliability.md, "Not explained yet");
+# `make check-arm64-differential ARM64_DIFF_PROGS=grep` shows it.
+ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3
+ARM64_DIFF_PROGS ?= sort sha256sum gzip sqlite3
 ARM64_DIFF_SCALE ?= 0.2
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
@@ -78,7 +79,7 @@ check-arm64-differential: build
 	NP_DIFF_ISA=arm64 NP_DIFF_ROOT=$(abspath $(BUILD_ARM64))/debroot/root \
 	  NP_DIFF_AGENT=$(abspath $(BUILD_ARM64))/src/agent/libnanoprobe-agent.so \
 	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_DIFF_SCALE=$(ARM64_DIFF_SCALE) \
-	  python3 tests/reliability/differential.py
+	  python3 tests/reliability/differential.py $(ARM64_DIFF_PROGS)
 
 # The suite under ASan+UBSan, built by gcc and by clang (clang's build also
 # runs the libFuzzer harnesses for a bounded number of executions).
