@@ -206,17 +206,27 @@ static int open_mem(void)
 }
 
 /* Whole aligned words go in one store each: a `b` or `brk` replacing a
- * word while other threads run must be single-copy atomic (docs/arm64.md). */
+ * word while other threads run must be single-copy atomic (docs/arm64.md);
+ * so must riscv64's 16-bit c.ebreak and its parcels (docs/riscv64.md). */
 static void store_code(uint64_t addr, const void *src, size_t len)
 {
-	if ((addr | len) % sizeof(uint32_t)) {
-		memcpy((void *)addr, src, len);
-		return;
-	}
-	for (size_t i = 0; i < len; i += sizeof(uint32_t)) {
-		uint32_t w;
-		memcpy(&w, (const uint8_t *)src + i, sizeof(w));
-		__atomic_store_n((uint32_t *)(addr + i), w, __ATOMIC_RELAXED);
+	const uint8_t *s = src;
+	for (size_t i = 0; i < len;) {
+		uint64_t at = addr + i;
+		if (at % 4 == 0 && len - i >= 4) {
+			uint32_t w;
+			memcpy(&w, s + i, sizeof(w));
+			__atomic_store_n((uint32_t *)at, w, __ATOMIC_RELAXED);
+			i += 4;
+		} else if (at % 2 == 0 && len - i >= 2) {
+			uint16_t h;
+			memcpy(&h, s + i, sizeof(h));
+			__atomic_store_n((uint16_t *)at, h, __ATOMIC_RELAXED);
+			i += 2;
+		} else {
+			*(volatile uint8_t *)at = s[i];
+			i++;
+		}
 	}
 }
 

@@ -24,6 +24,7 @@
  * with EAGAIN rather than risk it.
  */
 #include "core/internal.h"
+#include "core/maps.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -75,6 +76,11 @@ static struct {
 	uint64_t (*map)(void *cookie, uint64_t pc);
 	void *cookie;
 	_Atomic int acks;
+	/* np_threads_stop: a thread that answered waits in the handler until
+	 * 'released' reaches the round it answered (a late one from an earlier
+	 * round sees its round released and goes) */
+	_Atomic bool hold;
+	_Atomic unsigned round, released;
 } req;
 
 static void fixup_handler(int sig, siginfo_t *si, void *ucv)
@@ -83,12 +89,19 @@ static void fixup_handler(int sig, siginfo_t *si, void *ucv)
 	(void)si;
 	ucontext_t *uc = ucv;
 	struct np_regs regs;
+	unsigned round = atomic_load(&req.round);
+	bool hold = atomic_load(&req.hold);
 	np_host_regs_from_uc(&regs, uc);
 	if (regs.pc > req.start && regs.pc < req.end && req.map) {
 		regs.pc = req.map(req.cookie, regs.pc);
 		np_host_regs_to_uc(&regs, uc);
 	}
 	atomic_fetch_add(&req.acks, 1);
+	for (unsigned spin = 0; hold && atomic_load(&req.released) < round; spin++)
+		if (spin < 1000)
+			NP_CPU_RELAX();
+		else /* raw: a probed sched_yield would recurse */
+			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 /* 1: blocked with a known pc outside the range, 0: must be asked. */
@@ -126,13 +139,78 @@ static int wait_acks(int want, const int *tids, int n)
 		}
 		if (atomic_load(&req.acks) + gone >= want)
 			return 0;
-		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
-		return -EAGAIN;
+		return -EAGAIN; /* the callers log, once no thread is held */
 	}
 	return 0;
 }
 
 #define MAX_ASK 4096
+
+/* Every other thread of the process (up to MAX_ASK): the directory is read
+ * to the end before any thread is asked, since a thread stopped inside
+ * malloc would make closedir's free() wait for it forever. */
+static int list_threads(int *tids, int self)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	if (!d)
+		return -errno;
+	for (struct dirent *e; (e = readdir(d)) && n < MAX_ASK;) {
+		int tid = atoi(e->d_name);
+		if (tid > 0 && tid != self)
+			tids[n++] = tid;
+	}
+	closedir(d);
+	return n;
+}
+
+int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t), void *cookie)
+{
+	static int all[MAX_ASK], asked[MAX_ASK]; /* engine lock held */
+	pid_t pid = getpid();
+	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0;
+	if (n < 0)
+		return n;
+	req.start = start;
+	req.end = end;
+	req.map = map;
+	req.cookie = cookie;
+	atomic_store(&req.acks, 0);
+	atomic_store(&req.hold, true);
+	atomic_fetch_add(&req.round, 1);
+	/* Blocked in a system call with its pc outside: it runs no user code
+	 * now, and interrupting it could fail its call with EINTR. The patch
+	 * goes in breakpoint first for the sake of such a thread (or one born
+	 * since the listing) that comes back meanwhile. Sorted out before any
+	 * thread is stopped: the look uses stdio. */
+	for (int i = 0; i < n; i++)
+		if (!blocked_outside(all[i], start, end))
+			asked[k++] = all[i];
+	n = 0;
+	for (int i = 0; i < k && !err; i++) {
+		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
+			asked[n++] = asked[i];
+		else if (errno != ESRCH)
+			err = -errno;
+	}
+	if (!err)
+		err = wait_acks(n, asked, n);
+	if (err) {
+		np_threads_resume();
+		np_logf(NP_LOG_WARN, "cannot stop every thread to patch 0x%llx: %s",
+			(unsigned long long)start,
+			err == -EAGAIN ? "a thread does not answer the signal (is it blocked?)"
+				       : strerror(-err));
+	}
+	return err;
+}
+
+void np_threads_resume(void)
+{
+	req.map = NULL;
+	atomic_store(&req.hold, false);
+	atomic_store(&req.released, atomic_load(&req.round));
+}
 
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
 			void *cookie)
@@ -148,6 +226,7 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	req.map = map;
 	req.cookie = cookie;
 	atomic_store(&req.acks, 0);
+	atomic_store(&req.hold, false);
 	/* Ask every running thread at once: on a loaded machine each signal
 	 * waits for its thread to be scheduled, so one at a time is slow. */
 	struct dirent *e;
@@ -165,6 +244,8 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	closedir(d);
 	int err = n < 0 ? n : wait_acks(n, tids, n);
 	req.map = NULL;
+	if (err == -EAGAIN)
+		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
 	return err;
 }
 
@@ -208,15 +289,64 @@ static int patch_word(struct np_region *r, const uint8_t *bytes, size_t len, con
 	return err;
 }
 
+/* Where a thread stopped strictly inside the bytes being replaced goes.
+ * In the original code (the jump goes in): to its instruction's block in
+ * the new trampoline. Inside a jump of several instructions (riscv
+ * auipc+jalr, being re-pointed or removed): where that jump was going,
+ * as it would have. */
+static uint64_t out_of_patch(void *cookie, uint64_t pc)
+{
+	const struct np_region *r = cookie;
+	const volatile uint8_t *code = (const volatile uint8_t *)(uintptr_t)r->start;
+	bool patched = r->jumps_to && r->jump_len <= sizeof(r->patch);
+	/* in a signal handler: the code is readable, compare it in place */
+	for (unsigned i = 0; patched && i < r->jump_len; i++)
+		patched = code[i] == r->patch[i];
+	if (patched)
+		return pc < r->start + r->jump_len ? r->jumps_to : pc;
+	return to_trampoline(cookie, pc);
+}
+
+static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads);
+
+/* A patch another hart may not fetch whole (np_isa.patch_needs_stop): the
+ * other threads wait in a signal handler while it is written, breakpoint
+ * first for the threads left in system calls. Nothing between stop and
+ * resume may take a lock a stopped thread could hold (malloc's): the map
+ * cache and /proc/self/mem are primed by the reads before. */
+static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
+{
+	struct np_map m;
+	int err = np_maps_lookup(r->start, &m);
+	if (err || (err = np_threads_stop(r->start, r->start + len, out_of_patch, r)))
+		return err;
+	err = write_bp_first(r, bytes, len, false);
+	np_threads_resume();
+	return err;
+}
+
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
+{
+	uint8_t trap[16], cur[sizeof(r->patch)];
+	size_t tl = np_host_isa->trap_len;
+
+	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
+	    np_code_read(r->start, cur, len) == 0 &&
+	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
+		return patch_stopped(r, bytes, len);
+	np_host_isa->emit_trap(trap);
+	if (len <= tl)
+		return patch_word(r, bytes, len, trap);
+	return write_bp_first(r, bytes, len, move_threads);
+}
+
+static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
 {
 	uint8_t trap[16], first[16];
 	size_t tl = np_host_isa->trap_len;
 	int err;
 
 	np_host_isa->emit_trap(trap);
-	if (len <= tl)
-		return patch_word(r, bytes, len, trap);
 	if ((err = np_code_read(r->start, first, tl)) || (err = np_code_write(r->start, trap, tl)))
 		return err;
 	np_sync_cores();

@@ -52,6 +52,19 @@ int np_region_insn_index(const struct np_region *r, uint64_t addr)
 	return -1;
 }
 
+/* Where r's trampoline may go: within the short patch's reach; a long
+ * patch (or an out-of-line copy, which jumps back through a free register
+ * when it must) anywhere within the long form's. */
+static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
+{
+	*at = 0;
+	if (!r->jump_via)
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_SHORT));
+	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_LONG));
+	return *at;
+}
+
 /* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
 static int build(struct np_region *r)
 {
@@ -59,9 +72,8 @@ static int build(struct np_region *r)
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	uint64_t reach = np_host_isa->jump_reach - (1u << 20);
-	uint64_t at = np_codemem_alloc(r->start, cap, reach);
-	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
+	uint64_t at;
+	int n = place(r, cap, &at) ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
 		n = np_code_write(at, buf, (size_t)n) ?: n;
 	free(buf);
@@ -79,13 +91,24 @@ static int build(struct np_region *r)
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[16];
-	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, sizeof(jmp), r->start, r->tramp,
+							    r->jump_via)
+			      : np_host_isa->emit_jump(jmp, r->start, r->tramp);
 	if (err < 0)
 		return err;
+	/* The long form's emitter takes the short jump when the trampoline
+	 * happens to be in its reach: the rest of the bytes the plan covers
+	 * are never run (no branch lands inside them); breakpoints fill them. */
+	for (unsigned n = r->jump_via ? (unsigned)err : r->jump_len; n < r->jump_len;
+	     n += np_host_isa->trap_len)
+		np_host_isa->emit_trap(jmp + n);
 	if ((err = np_trap_table_put(r->start, r)))
 		return err;
-	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
-	memcpy(r->patch, jmp, np_host_isa->jump_len);
+	err = np_patch_region(r, jmp, r->jump_len, move_threads);
+	if (!err) {
+		memcpy(r->patch, jmp, r->jump_len);
+		r->jumps_to = r->tramp;
+	}
 	np_trap_table_drop(r->start);
 	return err;
 }
@@ -142,6 +165,9 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 	r->forced = forced;
 	r->ninsn = p->ninsn;
 	memcpy(r->insn, p->insn, sizeof(p->insn[0]) * p->ninsn);
+	r->jump_len = s == NP_STRATEGY_JUMP ? p->jump_len : 0;
+	r->jump_via = s == NP_STRATEGY_JUMP ? p->via : 0;
+	r->scratch = p->scratch;
 	if (np_read_original(r->start, r->orig, r->end - r->start)) {
 		free(r);
 		return NULL;
@@ -217,11 +243,20 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 	struct plan p;
 	int err = -EOPNOTSUPP;
 	if (want != NP_STRATEGY_TRAP) {
-		err = np_plan_jump(v, site->addr, &p);
+		err = np_plan_jump(v, site->addr, NP_JUMP_SHORT, &p);
 		if (!err)
 			err = install_jump(&p, want == NP_STRATEGY_JUMP);
 		else
 			log_refusal(who, site->addr, "JUMP", p.why);
+		/* no place within the short reach, or a relocation it cannot
+		 * make: the long form through a free register, where there is one */
+		if (err && np_host_isa->emit_jump_via) {
+			err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
+			if (!err)
+				err = install_jump(&p, want == NP_STRATEGY_JUMP);
+			else
+				log_refusal(who, site->addr, "JUMP (long form)", p.why);
+		}
 		if (!err || want == NP_STRATEGY_JUMP)
 			return err;
 	}
@@ -305,8 +340,7 @@ static size_t patch_len(const struct np_region *r)
 static bool still_patched(const struct np_region *r)
 {
 	uint8_t now[sizeof(r->patch)];
-	size_t len = r->strategy == NP_STRATEGY_JUMP ? np_host_isa->jump_len
-						     : np_host_isa->trap_len;
+	size_t len = r->strategy == NP_STRATEGY_JUMP ? r->jump_len : np_host_isa->trap_len;
 	return np_code_read(r->start, now, len) == 0 && memcmp(now, r->patch, len) == 0;
 }
 
