@@ -22,7 +22,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/sysroot/riscv64}
-pkgs="libc6-dev libelf-dev libdw-dev libzydis-dev libstdc++6"
+pkgs="libc6-dev libelf-dev libdw-dev libzydis-dev libstdc++6 libatomic1"
 stamp="$dest/.nanoprobe-sysroot"
 
 # the machine file that tells meson where the sysroot is

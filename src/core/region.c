@@ -91,9 +91,9 @@ static int build(struct np_region *r)
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[16];
-	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, sizeof(jmp), r->start, r->tramp,
-							    r->jump_via)
-			      : np_host_isa->emit_jump(jmp, r->start, r->tramp);
+	uint64_t to = r->tramp + r->tramp_off[0]; /* a block may start with data */
+	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, sizeof(jmp), r->start, to, r->jump_via)
+			      : np_host_isa->emit_jump(jmp, r->start, to);
 	if (err < 0)
 		return err;
 	/* The long form's emitter takes the short jump when the trampoline
@@ -107,7 +107,7 @@ static int patch_jump(struct np_region *r, bool move_threads)
 	err = np_patch_region(r, jmp, r->jump_len, move_threads);
 	if (!err) {
 		memcpy(r->patch, jmp, r->jump_len);
-		r->jumps_to = r->tramp;
+		r->jumps_to = to;
 	}
 	np_trap_table_drop(r->start);
 	return err;

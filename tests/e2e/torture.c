@@ -50,6 +50,13 @@ static struct site sites[] = {
 	{t_ret1, 0},
 	{t_ret1_caller, 0}, {t_ret1_caller, 4},
 	{t_rip, 0}, {t_rip, 4},
+#elif defined(__riscv)
+	{t_short, 0}, {t_short, 2}, {t_short, 4}, {t_short, 6},
+	{t_cmp, 0}, {t_cmp, 4},
+	{t_loopy, 0}, {t_loopy, 2}, {t_loopy, 6},
+	{t_ret1, 0},
+	{t_ret1_caller, 0}, {t_ret1_caller, 4},
+	{t_rip, 0}, {t_rip, 4},
 #endif
 	{NULL, 0}, /* t_mix entry, filled in at run time */
 };
@@ -217,6 +224,14 @@ TEST(asm_targets_have_the_expected_layout)
 	CHECK_EQ(w, 0xd65f03c0);
 	memcpy(&w, t_ret1_caller + 4, 4);
 	CHECK_EQ(w >> 26, 0x25); /* bl */
+#elif defined(__riscv)
+	static const uint16_t short_parcels[6] = {0x717d, 0xe406, 0x0505, 0x60a2, 0x6141, 0x8082};
+	uint32_t w;
+
+	CHECK(memcmp(t_short, short_parcels, sizeof short_parcels) == 0);
+	CHECK_EQ(t_ret1[0] | t_ret1[1] << 8, 0x8082); /* c.jr ra */
+	memcpy(&w, t_ret1_caller + 4, 4);
+	CHECK_EQ(w & 0xfff, 0x0ef); /* jal ra */
 #endif
 	CHECK_EQ(CALL2(t_loopy, 3, 5), 15);
 	CHECK_EQ(CALL2(t_rip, 1, 0), 0x1234568);

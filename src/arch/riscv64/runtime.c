@@ -10,7 +10,8 @@
  * and then the jump back to the end of the displaced bytes: jal when it
  * reaches, else auipc+jalr through a register free there (the region's
  * scratch masks, from the free-register analysis). A site block starts on
- * an 8-byte boundary (its literals are doublewords), padded with c.nop.
+ * an 8-byte boundary (its literals are doublewords), padded with c.nop;
+ * it opens with a jump over its literals.
  * The out-of-line copy of a TRAP region is the relocated instruction
  * alone.
  *
@@ -23,9 +24,10 @@
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 
-extern const uint8_t np_rv_site_begin[], np_rv_site_end[], np_rv_site_entry[];
+extern const uint8_t np_rv_site_begin[], np_rv_site_end[];
 extern const uint8_t np_rv_site_pc[], np_rv_site_site[], np_rv_site_kind[];
-extern const uint8_t np_rv_site_fn[], np_rv_site_redirect[];
+extern const uint8_t np_rv_site_fn[], np_rv_site_redirect[], np_rv_site_rest_fn[];
+extern const uint8_t np_rv_site_rest[];
 extern const uint8_t np_rv_redirect[], np_rv_redirect_brk[], np_rv_ret_tramp[];
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
@@ -53,6 +55,7 @@ static size_t site_block(uint8_t *out, const struct np_site *site)
 	put64(out, np_rv_site_kind, NP_CTX_ENTRY); /* redirect, the high half: 0 */
 	put64(out, np_rv_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
 	put64(out, np_rv_site_redirect, (uint64_t)(uintptr_t)np_rv_redirect);
+	put64(out, np_rv_site_rest_fn, (uint64_t)(uintptr_t)np_rv_site_rest);
 	return len;
 }
 
@@ -84,7 +87,7 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 			if (pos + len > cap)
 				return -ENOSPC;
 			site_block(buf + pos, r->sites[i]);
-			r->tramp_off[i] = (uint32_t)(pos + (size_t)(np_rv_site_entry - np_rv_site_begin));
+			r->tramp_off[i] = (uint32_t)pos;
 			pos += len;
 		}
 		struct np_reloc rl = {

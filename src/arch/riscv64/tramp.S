@@ -3,9 +3,10 @@
  * riscv64 trampoline code. np_rv_site is a template: the engine copies it
  * into a region's trampoline near the probed code, at an 8-byte aligned
  * offset, and fills the literals at its start (pc, site, kind, the C
- * function, the redirect routine); control enters at np_rv_site_entry,
- * after them (an auipc-relative load reaches only what the assembler has
- * already placed). The copy is position independent:
+ * function, the redirect routine, the shared code), which its first
+ * instruction jumps
+ * over (an auipc-relative load reaches only what the assembler has already
+ * placed, so they come before the code). The copy is position independent:
  * every reference inside it is an auipc-relative load of its own literals,
  * assembled with relaxation off (the linker must not turn them into
  * gp-relative loads of the original template) and without compressed
@@ -18,7 +19,7 @@
  *   +0   site     +8 kind    +12 redirect
  *   +16  regs.gpr[0..31] = x0..x31 (gpr[2], sp, as it was at the site)
  *   +272 regs.pc  +280 regs.flags (unused: RISC-V has no flags)
- *   +288 f0..f31  +544 fcsr
+ *   +288 f0..f31  +544 fcsr   +552 the block's return address
  *
  * Every register goes back from ctx, so a handler's np_ctx_set_reg (and
  * the return probe's change of ra) takes effect. A handler that moves pc
@@ -91,16 +92,23 @@
 	fld f27, CTX_FP+216(sp); fld f28, CTX_FP+224(sp); fld f29, CTX_FP+232(sp); \
 	fld f30, CTX_FP+240(sp); fld f31, CTX_FP+248(sp)
 
-#define LIT_PC 0
-#define LIT_SITE 8
-#define LIT_KIND 16
-#define LIT_FN 24
-#define LIT_REDIRECT 32
+#define LIT_PC 8
+#define LIT_SITE 16
+#define LIT_KIND 24
+#define LIT_FN 32
+#define LIT_REDIRECT 40
+#define LIT_COMMON 48
+#define BLOCK_RA 552 /* the frame's last word: where the block continues */
 #define LITERAL(name) .globl name; .hidden name; name: .quad 0
 
 	.text
 
 /* --- a probed site (copied per site) --------------------------------------- */
+/* Small, because it is copied for every site and a jal reaches only 1 MiB
+ * of trampolines: it saves t0 and ra, points t0 at its own literals and
+ * calls np_rv_site_rest (through its address: the library may be far),
+ * which does the rest and comes back here; then ra and t0 are reloaded
+ * from ctx (a return probe changes ra) and sp is popped. */
 	.option push
 	.option norelax
 	.option norvc
@@ -108,18 +116,51 @@
 	.globl np_rv_site_begin, np_rv_site_end
 	.hidden np_rv_site_begin, np_rv_site_end
 np_rv_site_begin:
+	j .Lsite_entry			/* over the literals */
+	.p2align 3
 LITERAL(np_rv_site_pc)
 LITERAL(np_rv_site_site)
 LITERAL(np_rv_site_kind)
 LITERAL(np_rv_site_fn)
 LITERAL(np_rv_site_redirect)
-	.globl np_rv_site_entry
-	.hidden np_rv_site_entry
-np_rv_site_entry:
-	SAVE_GPRS
+LITERAL(np_rv_site_rest_fn)
+.Lsite_entry:
+	addi sp, sp, -FRAME
+	sd t0, GPR(5)(sp)
+	sd ra, GPR(1)(sp)
 .Lsite_base:
 	auipc t0, %pcrel_hi(np_rv_site_begin)	/* the copy's own literals */
 	addi t0, t0, %pcrel_lo(.Lsite_base)
+	ld ra, LIT_COMMON(t0)
+	jalr ra, 0(ra)
+	ld ra, GPR(1)(sp)
+	ld t0, GPR(5)(sp)
+	addi sp, sp, FRAME		/* sp is never changed without redirect */
+np_rv_site_end:
+	.option pop
+
+/* The rest of a site block, shared: sp = the frame, x1 and x5 saved in it,
+ * t0 = the block's literals, ra = where to go back in the block. Every
+ * other register is saved, np__dispatch runs, everything but ra and sp is
+ * loaded back from ctx; a redirect leaves through np_rv_redirect. */
+	.globl np_rv_site_rest
+	.hidden np_rv_site_rest
+	.type np_rv_site_rest, %function
+	.p2align 3
+np_rv_site_rest:
+	sd ra, BLOCK_RA(sp)
+	sd x3, GPR(3)(sp); sd x4, GPR(4)(sp); sd x6, GPR(6)(sp); sd x7, GPR(7)(sp)
+	sd x8, GPR(8)(sp); sd x9, GPR(9)(sp); sd x10, GPR(10)(sp)
+	sd x11, GPR(11)(sp); sd x12, GPR(12)(sp); sd x13, GPR(13)(sp)
+	sd x14, GPR(14)(sp); sd x15, GPR(15)(sp); sd x16, GPR(16)(sp)
+	sd x17, GPR(17)(sp); sd x18, GPR(18)(sp); sd x19, GPR(19)(sp)
+	sd x20, GPR(20)(sp); sd x21, GPR(21)(sp); sd x22, GPR(22)(sp)
+	sd x23, GPR(23)(sp); sd x24, GPR(24)(sp); sd x25, GPR(25)(sp)
+	sd x26, GPR(26)(sp); sd x27, GPR(27)(sp); sd x28, GPR(28)(sp)
+	sd x29, GPR(29)(sp); sd x30, GPR(30)(sp); sd x31, GPR(31)(sp)
+	sd zero, GPR(0)(sp)
+	addi t1, sp, FRAME
+	sd t1, GPR(2)(sp)
 	ld t1, LIT_PC(t0)
 	sd t1, 272(sp)
 	sd zero, 280(sp)
@@ -132,21 +173,14 @@ np_rv_site_entry:
 	mv a0, sp
 	jalr ra, 0(t2)
 	lw a0, 12(sp)
-	bnez a0, .Lsite_redirect
+	bnez a0, .Lcommon_redirect
 	RESTORE_FP
-	ld x1, GPR(1)(sp)
 	RESTORE_GPRS_BUT_RA_SP
-	addi sp, sp, FRAME		/* sp is never changed without redirect */
-	j .Lsite_done
-.Lsite_redirect:
-.Lsite_base2:
-	auipc t0, %pcrel_hi(np_rv_site_begin)
-	addi t0, t0, %pcrel_lo(.Lsite_base2)
-	ld t0, LIT_REDIRECT(t0)
-	jr t0
-.Lsite_done:
-np_rv_site_end:
-	.option pop
+	ld ra, BLOCK_RA(sp)
+	ret
+.Lcommon_redirect:
+	j np_rv_redirect
+	.size np_rv_site_rest, . - np_rv_site_rest
 
 /* --- shared code, runs in place ------------------------------------------- */
 
