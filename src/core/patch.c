@@ -118,7 +118,10 @@ static int blocked_outside(int tid, uint64_t start, uint64_t end)
 		return 0;
 	char *last = strrchr(line, ' ');
 	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	return !(pc > start && pc < end) && pc != 0;
+	/* A pc outside the program's code is not the thread's user pc: under
+	 * qemu-user it is the emulator's own, blocked on its own behalf while
+	 * the guest thread may be anywhere. Such a thread is asked. */
+	return !(pc > start && pc < end) && pc != 0 && np_code_mapped_exec(pc, 1);
 }
 
 /* Wait until 'want' acks arrived; a thread that exited counts as done. */
