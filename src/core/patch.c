@@ -81,6 +81,7 @@ static struct {
 	 * round sees its round released and goes) */
 	_Atomic bool hold;
 	_Atomic unsigned round, released;
+	_Atomic int acked[4096]; /* np_threads_stop: who answered */
 } req;
 
 static void fixup_handler(int sig, siginfo_t *si, void *ucv)
@@ -96,7 +97,9 @@ static void fixup_handler(int sig, siginfo_t *si, void *ucv)
 		regs.pc = req.map(req.cookie, regs.pc);
 		np_host_regs_to_uc(&regs, uc);
 	}
-	atomic_fetch_add(&req.acks, 1);
+	int slot = atomic_fetch_add(&req.acks, 1);
+	if (hold && slot >= 0 && slot < (int)(sizeof(req.acked) / sizeof(req.acked[0])))
+		atomic_store(&req.acked[slot], (int)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0));
 	for (unsigned spin = 0; hold && atomic_load(&req.released) < round; spin++)
 		if (spin < 1000)
 			NP_CPU_RELAX();
@@ -104,7 +107,13 @@ static void fixup_handler(int sig, siginfo_t *si, void *ucv)
 			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
-/* 1: blocked with a known pc outside the range, 0: must be asked. */
+/* 1: blocked with a known pc outside the range, 0: must be asked;
+ * ASK_FOREIGN: blocked at a pc that is none of the program's code. On
+ * Linux a blocked thread's user pc is the program's (libc, the vDSO);
+ * under qemu-user it is the emulator's own, for a guest thread that waits
+ * on the emulator's behalf (it answers when it wakes) or for a thread of
+ * the emulator itself (qemu's RCU thread, which never answers). */
+#define ASK_FOREIGN 2
 static int blocked_outside(int tid, uint64_t start, uint64_t end)
 {
 	char path[64], buf[256];
@@ -118,10 +127,9 @@ static int blocked_outside(int tid, uint64_t start, uint64_t end)
 		return 0;
 	char *last = strrchr(line, ' ');
 	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	/* A pc outside the program's code is not the thread's user pc: under
-	 * qemu-user it is the emulator's own, blocked on its own behalf while
-	 * the guest thread may be anywhere. Such a thread is asked. */
-	return !(pc > start && pc < end) && pc != 0 && np_code_mapped_exec(pc, 1);
+	if (pc != 0 && !np_code_mapped_exec(pc, 1))
+		return ASK_FOREIGN;
+	return !(pc > start && pc < end) && pc != 0;
 }
 
 /* Wait until 'want' acks arrived; a thread that exited counts as done. */
@@ -149,6 +157,40 @@ static int wait_acks(int want, const int *tids, int n)
 
 #define MAX_ASK 4096
 
+static bool answered(int tid)
+{
+	int n = atomic_load(&req.acks);
+	for (int i = 0; i < n && i < (int)(sizeof(req.acked) / sizeof(req.acked[0])); i++)
+		if (atomic_load(&req.acked[i]) == tid)
+			return true;
+	return false;
+}
+
+/* Every asked thread answered; after FOREIGN_WAIT, one that was blocked at
+ * an emulator's pc (ASK_FOREIGN) and still has not is taken for one of
+ * the emulator's threads. */
+#define FOREIGN_WAIT_NS 20000000L
+static int wait_stopped(const int *tids, const bool *foreign, int n)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (atomic_load(&req.acks) < n) {
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ns = (now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec);
+		if (ns < FOREIGN_WAIT_NS)
+			continue;
+		bool missing = false;
+		for (int i = 0; i < n && !missing; i++)
+			missing = !foreign[i] && !answered(tids[i]);
+		if (!missing)
+			return 0;
+		if (ns > 2000000000L)
+			return wait_acks(n, tids, n); /* counts threads that exited */
+	}
+	return 0;
+}
+
 /* Every other thread of the process (up to MAX_ASK): the directory is read
  * to the end before any thread is asked, since a thread stopped inside
  * malloc would make closedir's free() wait for it forever. */
@@ -170,6 +212,7 @@ static int list_threads(int *tids, int self)
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t), void *cookie)
 {
 	static int all[MAX_ASK], asked[MAX_ASK]; /* engine lock held */
+	static bool foreign[MAX_ASK];
 	pid_t pid = getpid();
 	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0;
 	if (n < 0)
@@ -186,18 +229,24 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	 * goes in breakpoint first for the sake of such a thread (or one born
 	 * since the listing) that comes back meanwhile. Sorted out before any
 	 * thread is stopped: the look uses stdio. */
-	for (int i = 0; i < n; i++)
-		if (!blocked_outside(all[i], start, end))
+	for (int i = 0; i < n; i++) {
+		int b = blocked_outside(all[i], start, end);
+		if (b != 1) {
+			foreign[k] = b == ASK_FOREIGN;
 			asked[k++] = all[i];
+		}
+	}
 	n = 0;
 	for (int i = 0; i < k && !err; i++) {
-		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
+		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0) {
+			foreign[n] = foreign[i];
 			asked[n++] = asked[i];
-		else if (errno != ESRCH)
+		} else if (errno != ESRCH) {
 			err = -errno;
+		}
 	}
 	if (!err)
-		err = wait_acks(n, asked, n);
+		err = wait_stopped(asked, foreign, n);
 	if (err) {
 		np_threads_resume();
 		np_logf(NP_LOG_WARN, "cannot stop every thread to patch 0x%llx: %s",
