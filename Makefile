@@ -22,13 +22,17 @@ DEB_PKGS += g++-aarch64-linux-gnu libelf-dev:arm64 libdw-dev:arm64 libzydis-dev:
 BUILD_ARM64 ?= $(BUILD)-arm64
 CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # the cross-built suites that run under qemu-aarch64 (no ptrace there: not
-# the CLI's); see docs/arm64.md
-ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-torture e2e-ctx
+# the CLI's; no hardware breakpoints either: e2e-watch runs its bad-input
+# cases only); see docs/arm64.md
+ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
+                e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many
 BUILD_RISCV64 ?= $(BUILD)-riscv64
 RV_SYSROOT := cross/sysroot/riscv64
 CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
-# the suites that run under qemu-riscv64 (as for arm64: no ptrace there)
-RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-torture e2e-ctx
+# the suites that run under qemu-riscv64 (as for arm64: no ptrace there,
+# no hardware breakpoints: e2e-watch runs its bad-input cases only)
+RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-torture e2e-ctx \
+                  e2e-sigchain e2e-watch e2e-many
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif

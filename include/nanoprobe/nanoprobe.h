@@ -84,7 +84,8 @@ struct np_probe_opts {
  * failure: EINVAL (bad options, not an instruction boundary, on_return away
  * from a function entry), ENOEXEC (no executable mapping at addr),
  * EOPNOTSUPP (the site cannot be patched: reason logged), ENOMEM,
- * ENOSPC (65,536 probes attached already),
+ * ENOSPC (65,536 probes attached already), E2BIG (more probes at one
+ * address than its trampoline holds: 64 with entry and return handlers),
  * EDEADLK (called from a handler), EBUSY (conflicts with a forced strategy
  * already in place), EAGAIN (another thread could not be checked). */
 NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts);
@@ -93,6 +94,35 @@ NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *
  * run, and if it was the last probe at its site the original bytes are back.
  * Returns 0, or -1 with errno EDEADLK from a handler, EINVAL for NULL. */
 NP_API int np_probe_detach(struct np_probe *probe);
+
+/* Many probes at once (the shape of libbpf's uprobe_multi): what
+ * np_probe_attach would do for each (addrs[i], opts[i]), in that order,
+ * with the code patched for all of them in one pass of the live-patching
+ * protocol (one serialisation of every core per step for the whole batch,
+ * not per probe): 10,000 probes take tens of milliseconds. Probes are
+ * placed independently: probes[i] is the handle, or NULL when that one was
+ * refused, with its errno in errs[i] (0 for the others) if errs is given.
+ * opts[i] may all point to one struct. Returns how many were attached, or
+ * -1 with errno EINVAL (bad arguments), EDEADLK (called from a handler),
+ * ENOMEM. */
+struct np_probe_many_opts {
+	size_t sz;                               /* sizeof(struct np_probe_many_opts) */
+	size_t cnt;                              /* number of probes */
+	void *const *addrs;                      /* cnt addresses */
+	const struct np_probe_opts *const *opts; /* cnt options, one per address */
+	struct np_probe **probes;                /* out: cnt handles */
+	int *errs;                               /* out, optional: cnt errno values */
+};
+#define NP_PROBE_MANY_OPTS(...) \
+	((struct np_probe_many_opts){.sz = sizeof(struct np_probe_many_opts), __VA_ARGS__})
+NP_API int np_probe_attach_many(const struct np_probe_many_opts *opts);
+
+/* np_probe_detach for each of probes[0..cnt) (NULL entries and probes
+ * already detached are skipped), the code of all of them restored in one
+ * pass of the protocol. Every probe is detached when it returns; 0, or -1
+ * with errno from the first failure (the reason is logged), EDEADLK from
+ * a handler, EINVAL. */
+NP_API int np_probe_detach_many(struct np_probe *const *probes, size_t cnt);
 
 /* Release the handle (detaching it first if needed). The counters below
  * stay readable between detach and free. */
@@ -178,6 +208,96 @@ NP_API long np_read_user_str(char *dst, uint64_t addr, size_t len);
  * Faults that are not the engine's go to the handler the program had
  * before, or kill the program as they would have without nanoprobe. */
 NP_API bool np_fault_guard_refresh(void);
+
+/* --- Watchpoints -------------------------------------------------------- */
+
+/* A watchpoint runs a handler when a thread of the process writes (or
+ * reads, or executes) memory: the CPU's debug registers, placed through
+ * perf_event_open(PERF_TYPE_BREAKPOINT) on every thread, the threads
+ * created later included (the kernel copies the event into each new
+ * thread; nothing of ours runs on thread creation). One SIGTRAP per
+ * access: microseconds (15 in the VM of docs/performance.md). Each thread
+ * has few debug registers (np_watch_slots(): 4 on x86-64, shared by every
+ * type); a watch that cannot be placed on every thread is refused. Linux
+ * 5.13 or later (perf_event_attr.sigtrap). See docs/design.md. */
+enum np_watch_type {
+	NP_WATCH_WRITE = 1, /* stores */
+	NP_WATCH_RW = 3,    /* loads and stores */
+	NP_WATCH_EXEC = 4,  /* the instruction at addr is executed */
+};
+
+enum np_watch_hit_flags {
+	/* pc is the accessing instruction. Without it pc is where the thread
+	 * resumes (the instruction could not be found: see docs/design.md). */
+	NP_WATCH_HIT_PC_EXACT = 1u << 0,
+	/* old_value and new_value hold the watched bytes (writes, reads). */
+	NP_WATCH_HIT_VALUE = 1u << 1,
+	/* new_value differs from old_value: certainly a store. */
+	NP_WATCH_HIT_CHANGED = 1u << 2,
+};
+
+struct np_watch;
+
+struct np_watch_hit {
+	struct np_watch *watch;
+	struct np_ctx *ctx; /* the thread's registers after the access (its pc:
+			     * where it resumes); np_ctx_reg and friends work */
+	uint64_t addr;      /* the watched address */
+	uint64_t pc;        /* the instruction that accessed it */
+	int tid;
+	unsigned flags;     /* enum np_watch_hit_flags */
+	/* The watched bytes, zero-extended. old_value: what the previous hit
+	 * of this watch left (the value at attach for the first); new_value:
+	 * the memory as this handler read it. Two threads storing at once
+	 * both trap; each handler reads memory after both stores may have
+	 * landed, so the second-to-read may see the other's value: the hits
+	 * still chain (each old_value is the new_value of the hit before it,
+	 * in the order handlers read), and no store goes uncounted. */
+	uint64_t old_value, new_value;
+};
+
+/* Runs on the accessing thread, in its SIGTRAP handler: async-signal-safe
+ * code only. A store to the watched memory from the handler is not
+ * reported again (counted in np_watch_missed). */
+typedef void (*np_watch_fn)(const struct np_watch_hit *hit, void *data);
+
+struct np_watch_opts {
+	size_t sz;         /* sizeof(struct np_watch_opts) */
+	void *data;        /* passed to the handler */
+	const char *name;  /* for log messages; may be NULL */
+};
+
+#define NP_WATCH_OPTS(...) \
+	((struct np_watch_opts){.sz = sizeof(struct np_watch_opts), __VA_ARGS__})
+
+/* Watch [addr, addr + len). len: what the hardware watches (x86-64: 1, 2,
+ * 4 or 8 bytes at an address aligned to len; arm64: 1 to 8 bytes within
+ * one aligned 8-byte word); ignored for NP_WATCH_EXEC, where addr is an
+ * instruction. NULL and errno on failure, the reason logged, nothing left
+ * placed: EINVAL (a length or alignment the hardware cannot watch, nothing
+ * mapped at addr, not executable for EXEC, bad arguments), ENOSPC (some
+ * thread has no free debug register: the other watches of this process,
+ * or a debugger, hold them all), EAGAIN (threads kept appearing while the
+ * watch was placed), EBUSY (another watch covers some of the same bytes:
+ * an access would raise one signal for both), EOPNOTSUPP (no hardware breakpoints here: an
+ * emulator, a kernel without them or before 5.13), EACCES (perf events
+ * forbidden: perf_event_paranoid, seccomp), EMFILE, ENOMEM, EDEADLK (from
+ * a handler). */
+NP_API struct np_watch *np_watch_attach(void *addr, size_t len, enum np_watch_type type,
+					np_watch_fn handler, const struct np_watch_opts *opts);
+/* Remove it from every thread. When this returns no handler of it runs.
+ * 0, or -1 with errno EINVAL (NULL), EDEADLK (from a handler). */
+NP_API int np_watch_detach(struct np_watch *watch);
+/* Detach if needed and release the handle. */
+NP_API void np_watch_free(struct np_watch *watch);
+/* Handler calls; hits lost to a nested access (from a handler, or on a
+ * thread the engine could not track). */
+NP_API uint64_t np_watch_hits(const struct np_watch *watch);
+NP_API uint64_t np_watch_missed(const struct np_watch *watch);
+/* Debug registers per thread for watches of this type, as the kernel
+ * reports them, the ones this process's watches hold included; -1 with
+ * errno (as np_watch_attach) when there are none to use. */
+NP_API int np_watch_slots(enum np_watch_type type);
 
 /* --- Logging ------------------------------------------------------------ */
 

@@ -87,7 +87,9 @@ static bool fetch_valid(const struct np_fetch *f)
 static bool probe_valid(const struct np_msg_probe *m, uint32_t want_id)
 {
 	if (m->id != want_id || m->nargs > NP_MAX_ARGS || m->action < NP_ACT_COUNT ||
-	    m->action > NP_ACT_LATENCY || m->strategy > NP_STRATEGY_TRAP)
+	    m->action > NP_ACT_WATCH || m->strategy > NP_STRATEGY_TRAP)
+		return false;
+	if (m->action == NP_ACT_WATCH && (m->nargs > 2 || m->watch_len > 8))
 		return false;
 	for (unsigned i = 0; i < m->nargs; i++)
 		if (!fetch_valid(&m->args[i]))
@@ -439,11 +441,16 @@ __attribute__((constructor)) static void agent_preloaded(void)
 }
 
 /* At a normal exit, the last missed counts (the control thread publishes
- * them every tick, and may not get another). */
+ * them every tick, and may not get another). This runs on the program's
+ * exiting thread: its calls are ours, not the program's. Whether the lock
+ * is free depends on where the control thread's tick is, so counting them
+ * would make the program's counts vary from run to run. */
 __attribute__((destructor)) static void agent_exiting(void)
 {
-	if (!np_agent.shm || pthread_mutex_trylock(&np_agent.lock))
-		return;
-	np_agent_publish_missed();
-	pthread_mutex_unlock(&np_agent.lock);
+	np_agent_busy++;
+	if (np_agent.shm && pthread_mutex_trylock(&np_agent.lock) == 0) {
+		np_agent_publish_missed();
+		pthread_mutex_unlock(&np_agent.lock);
+	}
+	np_agent_busy--;
 }

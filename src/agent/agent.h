@@ -15,6 +15,7 @@ enum aprobe_state { AP_PENDING = 0, AP_ATTACHED, AP_FAILED };
 struct aprobe {
 	struct np_msg_probe m;
 	struct np_probe *probe;
+	struct np_watch *watch; /* NP_ACT_WATCH: instead of probe */
 	uint64_t bias; /* load bias of its module once found */
 	int state;     /* enum aprobe_state */
 	bool reads_memory; /* a fetch dereferences: see handlers.c */
@@ -58,4 +59,6 @@ void np_agent_publish_missed(void);
 
 /* handlers.c */
 void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
+/* NP_ACT_WATCH's handler: a record per access. */
+void np_agent_on_watch(const struct np_watch_hit *hit, void *data);
 #endif

@@ -256,27 +256,45 @@ static void fetch_all(struct np_ctx *ctx, const struct aprobe *ap, struct np_rec
 	rec->fault_mask = faults;
 }
 
-static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
+/* A record of ap in the calling thread's ring, its hit counted, its
+ * header's common part filled: NULL when the thread has no ring (or is
+ * the agent's) or the ring is full. record_commit publishes it. */
+static struct np_rec *record_start(const struct aprobe *ap, uint64_t ts, struct np_ring **r,
+				   uint64_t *head)
 {
-	uint64_t ts = now_ns(); /* the hit's time, not the record's */
-	struct np_ring *r = ring_self();
-	if (!r)
-		return;
-	count_hit(r, ap);
-	uint64_t head = r->head;
-	struct np_rec *rec = ring_reserve(r, np_agent.shm->ring_bytes, ap->max_record, &head);
+	if (!(*r = ring_self()))
+		return NULL;
+	count_hit(*r, ap);
+	*head = (*r)->head;
+	struct np_rec *rec = ring_reserve(*r, np_agent.shm->ring_bytes, ap->max_record, head);
 	if (!rec)
-		return;
-	fetch_all(ctx, ap, rec);
+		return NULL;
 	int cpu = np_cpu();
 	rec->probe = (uint16_t)ap->m.id;
 	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
 	rec->reserved = 0;
 	rec->ts = ts;
+	return rec;
+}
+
+static void record_commit(struct np_ring *r, const struct np_rec *rec, uint64_t head)
+{
+	__atomic_store_n(&r->head, head + rec->len, __ATOMIC_RELEASE);
+}
+
+static void emit(struct np_ctx *ctx, const struct aprobe *ap, uint64_t entry_ts)
+{
+	struct np_ring *r;
+	uint64_t head;
+	/* the hit's time, not the record's */
+	struct np_rec *rec = record_start(ap, now_ns(), &r, &head);
+	if (!rec)
+		return;
+	fetch_all(ctx, ap, rec);
 	rec->pc = np_ctx_pc(ctx);
 	rec->func = ap->m.is_return ? np_ctx_func(ctx) : 0;
 	rec->entry_ts = entry_ts;
-	__atomic_store_n(&r->head, head + rec->len, __ATOMIC_RELEASE);
+	record_commit(r, rec, head);
 }
 
 static void on_event(struct np_ctx *ctx, void *data)
@@ -341,4 +359,32 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
 		*ret = on_latency_return;
 		break;
 	}
+}
+
+/* --- watchpoints ---------------------------------------------------------- */
+
+/* A watched access: the accessing pc, where the thread resumed, and the
+ * old and new values as arguments (what np_watch_hit says of them). Runs
+ * in the engine's SIGTRAP handler, like every other handler here: no libc. */
+void np_agent_on_watch(const struct np_watch_hit *hit, void *data)
+{
+	const struct aprobe *ap = data;
+	struct np_ring *r;
+	uint64_t head;
+	struct np_rec *rec = record_start(ap, now_ns(), &r, &head);
+	if (!rec)
+		return;
+	uint64_t *arg = (uint64_t *)(rec + 1);
+	unsigned nargs = ap->m.nargs == 2 ? 2 : 0;
+	if (nargs) {
+		arg[0] = hit->old_value;
+		arg[1] = hit->new_value;
+	}
+	rec->len = (uint32_t)(sizeof(*rec) + 8u * nargs);
+	rec->fault_mask = nargs && !(hit->flags & NP_WATCH_HIT_VALUE) ? 3u : 0u;
+	rec->reserved = hit->flags;
+	rec->pc = hit->pc;
+	rec->func = np_ctx_pc(hit->ctx);
+	rec->entry_ts = 0;
+	record_commit(r, rec, head);
 }

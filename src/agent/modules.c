@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,6 +56,8 @@ static bool module_bias(uint64_t dev, uint64_t ino, uint64_t *bias)
 static void attached_msg(const struct aprobe *ap, int err)
 {
 	struct np_msg_attached m = {.type = NP_MSG_ATTACHED, .id = ap->m.id, .err = err};
+	if (ap->watch)
+		m.addr = ap->bias + ap->m.vaddr;
 	if (ap->probe) {
 		m.strategy = np_probe_strategy(ap->probe);
 		m.addr = (uint64_t)(uintptr_t)np_probe_addr(ap->probe);
@@ -77,7 +80,18 @@ static unsigned probe_flags(const struct aprobe *ap)
 	return flags | NP_PROBE_ARGS_ONLY;
 }
 
-static void attach_one(struct aprobe *ap, uint64_t bias)
+static void attach_watch(struct aprobe *ap, uint64_t bias)
+{
+	struct np_watch_opts o = NP_WATCH_OPTS(.data = ap);
+	np_agent.why[0] = 0;
+	ap->bias = bias;
+	ap->watch = np_watch_attach((void *)(uintptr_t)(bias + ap->m.vaddr), ap->m.watch_len,
+				    (enum np_watch_type)ap->m.watch_type, np_agent_on_watch, &o);
+	ap->state = ap->watch ? AP_ATTACHED : AP_FAILED;
+	attached_msg(ap, ap->watch ? 0 : -errno);
+}
+
+static struct np_probe_opts probe_opts(struct aprobe *ap, uint64_t bias)
 {
 	struct np_probe_opts o = NP_PROBE_OPTS(.data = ap, .strategy = ap->m.strategy,
 					       .flags = probe_flags(ap));
@@ -86,6 +100,16 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 		o.func_start = (void *)(uintptr_t)(bias + ap->m.func_vaddr);
 		o.func_size = ap->m.func_size;
 	}
+	return o;
+}
+
+static void attach_one(struct aprobe *ap, uint64_t bias)
+{
+	if (ap->m.action == NP_ACT_WATCH) {
+		attach_watch(ap, bias);
+		return;
+	}
+	struct np_probe_opts o = probe_opts(ap, bias);
 	np_agent.why[0] = 0;
 	ap->bias = bias;
 	ap->probe = np_probe_attach((void *)(uintptr_t)(bias + ap->m.vaddr), &o);
@@ -93,21 +117,66 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 	attached_msg(ap, ap->probe ? 0 : -errno);
 }
 
+/* Every ready probe in one np_probe_attach_many: a command that sends
+ * thousands of probes has them placed in one pass of the engine's
+ * patching protocol. A probe the batch refused is tried again alone, so
+ * that the reason the engine logs is its own. */
+static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
+{
+	struct np_probe_opts *o = calloc(n, sizeof(*o));
+	const struct np_probe_opts **op = calloc(n, sizeof(*op));
+	void **addrs = calloc(n, sizeof(*addrs));
+	struct np_probe **p = calloc(n, sizeof(*p));
+	int placed = -1;
+	if (o && op && addrs && p) {
+		for (size_t i = 0; i < n; i++) {
+			o[i] = probe_opts(ready[i], bias[i]);
+			op[i] = &o[i];
+			addrs[i] = (void *)(uintptr_t)(bias[i] + ready[i]->m.vaddr);
+		}
+		struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = n, .addrs = addrs,
+								  .opts = op, .probes = p);
+		placed = np_probe_attach_many(&mo);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct aprobe *ap = ready[i];
+		if (placed < 0 || !p[i]) {
+			attach_one(ap, bias[i]);
+			continue;
+		}
+		ap->bias = bias[i];
+		ap->probe = p[i];
+		ap->state = AP_ATTACHED;
+		attached_msg(ap, 0);
+	}
+	free(o), free(op), free(addrs), free(p);
+}
+
 /* Attach every waiting probe whose module is now mapped. Returns how many
  * are still waiting. Caller holds np_agent.lock. */
 int np_agent_attach_pending(void)
 {
 	int waiting = 0;
+	size_t n = 0;
+	struct aprobe **ready = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*ready));
+	uint64_t *bias = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*bias));
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
-		uint64_t bias;
+		uint64_t b;
 		if (ap->state != AP_PENDING)
 			continue;
-		if (module_bias(ap->m.dev, ap->m.ino, &bias))
-			attach_one(ap, bias);
-		else
+		if (ap->m.action == NP_ACT_WATCH && !ap->m.dev && !ap->m.ino)
+			attach_one(ap, 0); /* an absolute address */
+		else if (!module_bias(ap->m.dev, ap->m.ino, &b))
 			waiting++;
+		else if (ready && bias && ap->m.action != NP_ACT_WATCH)
+			ready[n] = ap, bias[n++] = b;
+		else
+			attach_one(ap, b);
 	}
+	if (n)
+		attach_ready(ready, bias, n);
+	free(ready), free(bias);
 	return waiting;
 }
 
@@ -119,17 +188,28 @@ static void forget_unloaded(void)
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t bias;
-		if (ap->state != AP_ATTACHED || module_bias(ap->m.dev, ap->m.ino, &bias))
+		if (ap->state != AP_ATTACHED || (!ap->m.dev && !ap->m.ino) ||
+		    module_bias(ap->m.dev, ap->m.ino, &bias))
 			continue;
-		ap->missed_before += np_probe_missed(ap->probe);
+		ap->missed_before += ap->watch ? np_watch_missed(ap->watch) : np_probe_missed(ap->probe);
 		np_probe_free(ap->probe);
+		np_watch_free(ap->watch);
 		ap->probe = NULL;
+		ap->watch = NULL;
 		ap->state = AP_PENDING;
 	}
 }
 
+/* Every probe removed in one np_probe_detach_many (one by one if there is
+ * no memory for the list). */
 void np_agent_detach_all(void)
 {
+	struct np_probe **all = calloc(np_agent.nprobes ? np_agent.nprobes : 1, sizeof(*all));
+	for (uint32_t i = 0; all && i < np_agent.nprobes; i++)
+		all[i] = np_agent.probes[i].probe;
+	if (all)
+		np_probe_detach_many(all, np_agent.nprobes);
+	free(all);
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		if (ap->probe) {
@@ -137,7 +217,13 @@ void np_agent_detach_all(void)
 			ap->missed_before += np_probe_missed(ap->probe);
 			np_probe_free(ap->probe);
 		}
+		if (ap->watch) {
+			np_watch_detach(ap->watch);
+			ap->missed_before += np_watch_missed(ap->watch);
+			np_watch_free(ap->watch);
+		}
 		ap->probe = NULL;
+		ap->watch = NULL;
 	}
 	np_agent_publish_missed();
 }
@@ -147,7 +233,8 @@ void np_agent_publish_missed(void)
 	uint64_t *missed = np_agent.shm ? np_shm_missed(np_agent.shm) : NULL;
 	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
 		const struct aprobe *ap = &np_agent.probes[i];
-		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0);
+		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0) +
+			    (ap->watch ? np_watch_missed(ap->watch) : 0);
 	}
 }
 

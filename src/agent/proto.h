@@ -54,6 +54,7 @@ enum np_action {
 	NP_ACT_COUNT = 1,   /* counts[id]++ in the thread's ring */
 	NP_ACT_EVENT,       /* a record into the thread's ring */
 	NP_ACT_LATENCY,     /* entry-to-return time into the ring's histogram */
+	NP_ACT_WATCH,       /* a watchpoint: a record per access (see np_msg_probe) */
 };
 
 enum np_fetch_base {
@@ -109,6 +110,14 @@ struct np_msg_probe {
 	uint64_t func_vaddr; /* its function's bounds, 0 if unknown */
 	uint64_t func_size;
 	struct np_fetch args[NP_MAX_ARGS];
+	/* NP_ACT_WATCH (issue 8): np_watch_attach of watch_len bytes at vaddr
+	 * (an absolute address when dev and ino are 0) for watch_type (enum
+	 * np_watch_type). nargs is 2 (the old and new values) or 0 (execute).
+	 * Its records: pc the accessing instruction, func where the thread
+	 * resumed, reserved the hit's enum np_watch_hit_flags, fault_mask 3
+	 * when the values could not be read. */
+	uint8_t watch_type;
+	uint8_t watch_len;
 };
 
 struct np_msg_attached {

@@ -189,6 +189,31 @@ struct np_isa {
 	uint64_t millicode_link; /* a call linking through one of these is
 				  * millicode, which keeps no convention
 				  * (riscv t0: __riscv_save_N) */
+
+	/* Watchpoints (src/core/watch_hit.c). watch_pc_after: a data
+	 * watchpoint's SIGTRAP reports the pc after the accessing instruction
+	 * (x86: data breakpoints are traps), which is then found by walking
+	 * instruction lengths from its function's start. insn_length: the
+	 * length of the instruction at code, -EILSEQ or -ENODATA; it runs in
+	 * the SIGTRAP handler, so no libc, no globals. NULL when every
+	 * instruction is max_insn bytes long. */
+	bool watch_pc_after;
+	int (*insn_length)(const uint8_t *code, size_t avail);
+
+	/* Is the instruction at a function's entry a landing pad that an
+	 * indirect call must find there (arm64 bti c, paciasp)? An entry
+	 * probe is then placed on the instruction after it (probe.c); the
+	 * kind says what the pad did to the state (enum np_landing_pad).
+	 * NULL: the ISA has none that matter. */
+	unsigned (*landing_pad)(const uint8_t *code, size_t avail);
+};
+
+/* What a landing pad at a function entry leaves behind. */
+enum np_landing_pad {
+	NP_PAD_NONE = 0,
+	NP_PAD_BTI = 1,   /* bti: nothing */
+	NP_PAD_PAC_A = 2, /* paciasp: x30 signed with key A, sp the modifier */
+	NP_PAD_PAC_B = 3, /* pacibsp: the same with key B */
 };
 
 extern const struct np_isa np_isa_x86_64;

@@ -14,6 +14,7 @@
  */
 #include "core/internal.h"
 #include "core/maps.h"
+#include "core/plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,63 +69,70 @@ static uint64_t program_break(void)
 	return brk > 0 ? (uint64_t)brk : 0;
 }
 
-/* Where in [lo, hi) a chunk would be nearest to 'near' and within reach;
- * *best improved when closer than *best_d. */
-static void consider(uint64_t lo, uint64_t hi, uint64_t near, uint64_t reach, uint64_t *best,
-		     uint64_t *best_d)
+#define LOWEST_MAP (1ull << 20) /* well above vm.mmap_min_addr */
+
+/* Where in [lo, hi) a chunk would be nearest to 'aim' and within reach of
+ * 'near'; *best improved when closer than *best_d. */
+static void consider(uint64_t lo, uint64_t hi, uint64_t aim, uint64_t near, uint64_t reach,
+		     uint64_t *best, uint64_t *best_d)
 {
 	uint64_t pg = page_size();
 	if (hi < lo || hi - lo < CHUNK)
 		return;
-	uint64_t cand = near < lo ? lo : (near > hi - CHUNK ? hi - CHUNK : near & ~(pg - 1));
-	uint64_t d = cand > near ? cand - near : near - cand;
+	uint64_t cand = aim < lo ? lo : (aim > hi - CHUNK ? hi - CHUNK : aim & ~(pg - 1));
+	uint64_t d = cand > aim ? cand - aim : aim - cand;
 	if (d < *best_d && within(cand, near, reach) && within(cand + CHUNK, near, reach)) {
 		*best = cand;
 		*best_d = d;
 	}
 }
 
-/* The free gap closest to 'near' that holds a chunk within reach, keeping
- * [keep_lo, keep_hi) free (a gap around it counts as its two sides). */
-static uint64_t gap_near(const struct np_maps *m, uint64_t near, uint64_t reach,
+/* The free gap closest to 'aim' that holds a chunk within reach of 'near',
+ * keeping [keep_lo, keep_hi) free (a gap around it counts as its two
+ * sides). The gap below the lowest mapping counts too: that is often the
+ * program itself (a PIE under qemu-user, a non-PIE program), the aim may
+ * lie below it, and with arm64's 128 MiB reach the gap above the heap's
+ * room is too far. */
+static uint64_t gap_near(const struct np_maps *m, uint64_t aim, uint64_t near, uint64_t reach,
 			 uint64_t keep_lo, uint64_t keep_hi)
 {
 	uint64_t best = 0, best_d = UINT64_MAX, pg = page_size();
-	for (int i = 0; i + 1 < m->n; i++) {
-		uint64_t lo = (m->v[i].end + pg - 1) & ~(pg - 1), hi = m->v[i + 1].start;
+	for (int i = -1; i + 1 < m->n; i++) {
+		uint64_t lo = i < 0 ? LOWEST_MAP : (m->v[i].end + pg - 1) & ~(pg - 1);
+		uint64_t hi = m->v[i + 1].start;
 		if (lo >= keep_hi || hi <= keep_lo) {
-			consider(lo, hi, near, reach, &best, &best_d);
+			consider(lo, hi, aim, near, reach, &best, &best_d);
 			continue;
 		}
-		consider(lo, keep_lo, near, reach, &best, &best_d);
-		consider(keep_hi, hi, near, reach, &best, &best_d);
+		consider(lo, keep_lo, aim, near, reach, &best, &best_d);
+		consider(keep_hi, hi, aim, near, reach, &best, &best_d);
 	}
 	return best;
 }
 
-/* The gap nearest to 'near', leaving the heap room above the break unless
- * nothing else is in reach. 0 if none. */
-static uint64_t pick_gap(uint64_t near, uint64_t reach)
+/* The gap nearest to 'aim', leaving the heap room above the break unless
+ * nothing else is in reach (and never for a window: strict). 0 if none. */
+static uint64_t pick_gap(uint64_t aim, uint64_t near, uint64_t reach, bool strict)
 {
 	struct np_maps m;
 	if (np_maps_read(&m))
 		return 0;
 	uint64_t brk = program_break();
-	uint64_t at = brk ? gap_near(&m, near, reach, brk, brk + BRK_ROOM) : 0;
-	if (!at) /* nothing else in reach: the heap's room it is */
-		at = gap_near(&m, near, reach, 0, 0);
+	uint64_t at = brk ? gap_near(&m, aim, near, reach, brk, brk + BRK_ROOM) : 0;
+	if (!at && !strict) /* nothing else in reach: the heap's room it is */
+		at = gap_near(&m, aim, near, reach, 0, 0);
 	np_maps_free(&m);
 	return at;
 }
 
-/* A chunk in the gap nearest to 'near'. The map of the address space is
+/* A chunk in the gap nearest to 'aim'. The map of the address space is
  * cached: when the gap it shows is taken by now (something was mapped
  * since, such as the engine's own thread pool on the first attach; qemu-user
  * places mappings next to the program), read it again once. */
-static uint64_t map_near(uint64_t near, uint64_t reach)
+static uint64_t map_near(uint64_t aim, uint64_t near, uint64_t reach, bool strict)
 {
 	for (int tries = 0; tries < 2; tries++) {
-		uint64_t at = pick_gap(near, reach);
+		uint64_t at = pick_gap(aim, near, reach, strict);
 		if (at && (at = try_map(at)))
 			return at;
 		np_maps_invalidate();
@@ -132,9 +140,11 @@ static uint64_t map_near(uint64_t near, uint64_t reach)
 	return 0;
 }
 
-static struct chunk *chunk_new(uint64_t near, uint64_t reach)
+/* A new chunk: anywhere (near == 0), or within reach of near as close to
+ * aim as can be; strict: within reach or not at all, heap room kept. */
+static struct chunk *chunk_new(uint64_t aim, uint64_t near, uint64_t reach, bool strict)
 {
-	uint64_t base = near ? map_near(near, reach) : try_map(0);
+	uint64_t base = near ? map_near(aim, near, reach, strict) : try_map(0);
 	if (!base)
 		return NULL;
 	struct chunk *c = calloc(1, sizeof(*c));
@@ -161,9 +171,42 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 			c->used += len;
 			return at;
 		}
-	struct chunk *c = chunk_new(near, reach);
+	/* placed where a jump that ends on a direct call needs its trampoline
+	 * (plan.c, np_plan_pun): one chunk serves both kinds of jump, and a
+	 * program reading /proc/self/maps sees the same mappings whichever
+	 * the probes got */
+	struct chunk *c = chunk_new(near ? np_plan_chunk_aim(near) : 0, near, reach, false);
 	if (!c)
 		return 0;
+	c->used = len;
+	return c->base;
+}
+
+/* Each window costs a chunk and a mapping (a module's call sites share
+ * one): past this many, callers do without. */
+#define MAX_WINDOW_CHUNKS 64
+static unsigned window_chunks;
+
+uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
+{
+	uint64_t hi = lo + size;
+	len = (len + 15) & ~(size_t)15;
+	if (len > CHUNK || hi < lo)
+		return 0;
+	for (struct chunk *c = chunks; c; c = c->next) {
+		uint64_t at = c->base + c->used;
+		if (c->used + len <= CHUNK && at >= lo && at < hi) {
+			c->used += len;
+			return at;
+		}
+	}
+	/* a chunk wholly inside the window, as near its middle as can be */
+	uint64_t mid = lo + size / 2;
+	struct chunk *c = window_chunks < MAX_WINDOW_CHUNKS && size > CHUNK
+				  ? chunk_new(mid, mid, size / 2, true) : NULL;
+	if (!c)
+		return 0;
+	window_chunks++;
 	c->used = len;
 	return c->base;
 }
@@ -188,19 +231,24 @@ int np_fd_move_high(int fd)
 }
 
 /* The descriptor names the process that opened it: a forked child that
- * used its parent's would patch (or restore) its parent's code. */
+ * used its parent's would patch (or restore) its parent's code. Every
+ * entry point of the engine that writes code checks once, under the
+ * engine lock (a getpid per write was a tenth of a batch's time). */
 static pid_t mem_pid;
 
-static int open_mem(void)
+void np_code_begin(void)
 {
-	pid_t self = getpid();
-	if (mem_fd >= 0 && mem_pid != self) {
+	if (mem_fd >= 0 && mem_pid != getpid()) {
 		close(mem_fd);
 		mem_fd = -1;
 	}
+}
+
+static int open_mem(void)
+{
 	if (mem_fd < 0) {
 		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
-		mem_pid = self;
+		mem_pid = getpid();
 	}
 	return mem_fd;
 }
@@ -230,6 +278,12 @@ static void store_code(uint64_t addr, const void *src, size_t len)
 	}
 }
 
+__attribute__((weak)) int np_host_code_prot(uint64_t addr)
+{
+	(void)addr;
+	return 0;
+}
+
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;
@@ -238,6 +292,7 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	if (err)
 		return err;
 	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
+	prot |= m.x ? np_host_code_prot(addr) : 0; /* a guarded page stays guarded */
 	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -errno;
 	store_code(addr, src, len);
@@ -246,7 +301,58 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 	return 0;
 }
 
+/* Trampolines written while a batch is being built are gathered into one
+ * write per run of consecutive allocations (the gaps between them, never
+ * handed out, filled with int3), written before any other write to code,
+ * so always before a jump can lead to them, and by np_codemem_flush before
+ * the trap table can (a late SIGTRAP at a region's address goes to its
+ * trampoline). */
+#define STAGE_MAX (64 * 1024)
+static struct {
+	uint64_t at;
+	size_t len;
+	uint8_t buf[STAGE_MAX];
+} stage;
+
+static int write_now(uint64_t addr, const void *src, size_t len);
+static int stage_flush(void);
+
+int np_codemem_flush(void)
+{
+	return stage_flush();
+}
+
+static int stage_flush(void)
+{
+	size_t len = stage.len;
+	stage.len = 0;
+	return len ? write_now(stage.at, stage.buf, len) : 0;
+}
+
+int np_codemem_fill(uint64_t addr, const void *src, size_t len)
+{
+	if (!np_batch_active() || len > STAGE_MAX)
+		return np_code_write(addr, src, len);
+	uint64_t end = stage.at + stage.len;
+	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX) {
+		int err = stage_flush();
+		if (err)
+			return err;
+		stage.at = addr, end = addr;
+	}
+	memset(stage.buf + stage.len, 0xcc, addr - end);
+	memcpy(stage.buf + (addr - stage.at), src, len);
+	stage.len = addr - stage.at + len;
+	return 0;
+}
+
 int np_code_write(uint64_t addr, const void *src, size_t len)
+{
+	int err = stage_flush();
+	return err ? err : write_now(addr, src, len);
+}
+
+static int write_now(uint64_t addr, const void *src, size_t len)
 {
 	int fd = np_host_patch_in_place() ? -1 : open_mem();
 	int err = 0;
@@ -257,8 +363,14 @@ int np_code_write(uint64_t addr, const void *src, size_t len)
 	return err;
 }
 
+/* Readable code is copied directly, fault-safe (uread.c): no system call.
+ * Execute-only pages are read through /proc/self/mem. */
 int np_code_read(uint64_t addr, void *dst, size_t len)
 {
+	int saved = errno;
+	if (np_read_user(dst, addr, len) == 0)
+		return 0;
+	errno = saved;
 	int fd = open_mem();
 	if (fd >= 0 && pread(fd, dst, len, (off_t)addr) == (ssize_t)len)
 		return 0;

@@ -39,7 +39,7 @@ NP_API uint64_t np_ctx_sp(const struct np_ctx *ctx)
 
 NP_API uint64_t np_ctx_func(const struct np_ctx *ctx)
 {
-	return ctx->site ? ctx->site->addr : 0;
+	return ctx->site ? ctx->site->addr - ctx->site->pad_len : 0; /* before a landing pad */
 }
 
 NP_API bool np_ctx_is_return(const struct np_ctx *ctx)

@@ -21,6 +21,7 @@
 
 #include <nanoprobe/nanoprobe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,6 +55,8 @@ enum {
 	NP_CTX_RETURN = 1,
 	NP_CTX_CAPTURE_ARGS = 0x100, /* NP_PROBE_ARGS_ONLY entry */
 	NP_CTX_CAPTURE_RET = 0x200,  /* the return trampoline */
+	NP_CTX_ARMED = 0x400,        /* the entry trampoline pushed a shadow
+				      * frame itself: it calls the function */
 };
 #define NP_CTX_KIND(ctx) ((ctx)->kind & 0xff)
 
@@ -100,7 +103,12 @@ struct np_site {
 	struct np_region *region;
 	struct np_probe *probes; /* attach order, engine lock held */
 	uint32_t gen;            /* bumped on reuse: validates shadow entries */
-	bool func_entry;         /* addr is the start of its function */
+	bool func_entry;         /* addr is the start of its function, or
+				  * the instruction after its landing pad */
+	uint8_t entry_pad;       /* that pad: enum np_landing_pad */
+	uint8_t pad_len;         /* bytes of pads before addr (entry: addr - pad_len) */
+	uint8_t ret_pac;         /* the key the function signs its return
+				  * address with (NP_PAD_PAC_A/B), else 0 */
 	bool live;
 	bool args_only;          /* every probe here set NP_PROBE_ARGS_ONLY */
 	unsigned fpu;            /* vector state the trampoline saves */
@@ -113,6 +121,13 @@ struct np_region {
 	uint64_t start, end;          /* displaced [start, end) */
 	enum np_strategy strategy;    /* JUMP or TRAP */
 	bool forced;                  /* the strategy was requested explicitly */
+	uint8_t pun;                  /* the jump's last bytes, [end, end + pun),
+				       * are the next instruction's first, left
+				       * as they are (plan.c, np_plan_pun) */
+	uint8_t pin;                  /* 0, or the jump's bytes from start + pin
+				       * on must stay orig's: its trampoline lies
+				       * where that holds (np_plan_pun_window) */
+	bool queued;                  /* in a batch, not yet patched (batch.c) */
 	uint8_t orig[32];             /* original bytes of [start, end) */
 	uint8_t patch[32];            /* the bytes written there */
 	unsigned ninsn;
@@ -137,10 +152,14 @@ struct np_shadow_frame {
 	uint64_t slot; /* where it lived on the stack (entry sp on x86) */
 	struct np_site *site;
 	uint32_t gen;
-	uint32_t pad;
+	uint32_t ret_pac; /* the site's: how a spill of ret is signed */
 	/* np_ctx_call_data: written by the entry handlers before the frame is
 	 * pushed, so it is zeroed whenever a frame leaves the stack. */
 	uint64_t data;
+	/* What the slot holds while the frame is armed: the shared return
+	 * trampoline, or the return point of the trampoline that called the
+	 * function (x86-64 JUMP). Unwinders put ret back where they find it. */
+	uint64_t expect;
 };
 
 struct np_thread {
@@ -202,13 +221,57 @@ int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
 int np_site_publish(struct np_site *site);
 
+/* Batches (batch.c, engine lock held): between begin and end, region.c
+ * queues the regions it places or removes, and one pass of the patching
+ * protocol writes them all (at end, or at a flush when something must see
+ * them in place first). A queued region that cannot be placed is undone
+ * (np_region_abandon) and failed() is told about each of its sites;
+ * np_batch_end returns the first error of a removal. */
+void np_batch_begin(void (*failed)(struct np_site *site, int err));
+int np_batch_end(void);
+bool np_batch_active(void);
+bool np_batch_pending(const struct np_region *r);
+void np_batch_flush(void);
+int np_batch_install(struct np_region *r, bool move_threads); /* r->patch */
+int np_batch_remove(struct np_region *r, size_t len);         /* r->orig */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err));
+void np_region_forget(struct np_region *r); /* removed: unlink, retire */
+
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_put(uint64_t addr, struct np_region *region);
 int np_trap_table_drop(uint64_t addr);
 int np_trap_table_move(const struct np_region *from, struct np_region *to);
+int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
+			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
+			    void *cookie);
 int np_trap_init(void);
 void np_trap_defer_free(void *mem);
+
+/* Signals that are not ours (sigchain.c). np_sig_chain delivers one to
+ * the disposition 'act' as the kernel would have (SA_RESETHAND writes
+ * SIG_DFL into 'home'); 'refaults': returning re-executes the instruction
+ * that raised it. The program's SIGTRAP disposition is kept behind the
+ * engine's handler: np_trap_chain_swap reads and sets it (as sigaction
+ * would; -EAGAIN before the engine's handler is installed), np_trap_chain
+ * delivers to it. */
+void np_sig_chain(const struct sigaction *act, struct sigaction *home, int sig, siginfo_t *si,
+		  void *uc, bool refaults);
+void np_trap_chain_init(const struct sigaction *prev);
+int np_trap_chain_swap(const struct sigaction *act, struct sigaction *old);
+void np_trap_chain(int sig, siginfo_t *si, void *uc);
+
+/* Where an entry probe goes (entry.c): addr is a function's entry (the
+ * bounds the caller gave, else the ELF symbol's); site is addr, or the
+ * instruction after the entry's landing pads (arm64 bti c, paciasp). */
+struct np_entry {
+	uint64_t site;
+	uint8_t pad;     /* the last pad's kind: enum np_landing_pad */
+	uint8_t pad_len; /* site - addr */
+	uint8_t ret_pac; /* the key the function signs its return address with */
+};
+bool np_entry_find(uint64_t addr, uint64_t func_start, size_t func_size, struct np_entry *out);
 
 /* Function bounds. */
 struct np_func_bounds {
@@ -223,6 +286,9 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
 /* addr is the entry of setjmp, vfork or another function that returns
  * twice (by its ELF symbol name). */
 bool np_symbol_returns_twice(uint64_t addr);
+/* The GNU property FEATURE_1_AND bits of the ELF file mapped at addr
+ * (arm64: 1 BTI, 2 PAC), 0 when none or not a file. */
+uint32_t np_module_features(uint64_t addr);
 /* Direct branches of the functions around addr (neighbors.c) that land in
  * (addr, addr + span): passed to add. */
 #define NP_NEIGHBOR_SPAN 32
@@ -231,8 +297,15 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 
 /* Executable memory near code, never writable through its own mapping. */
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
+/* len bytes starting in [lo, lo + size); 0 if no room can be found there. */
+uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 int np_code_write(uint64_t addr, const void *src, size_t len);
+/* A trampoline's bytes: in a batch, gathered with its neighbours' into one
+ * write, made before the next np_code_write. */
+int np_codemem_fill(uint64_t addr, const void *src, size_t len);
+int np_codemem_flush(void);
+void np_code_begin(void); /* an API call that may write code starts */
 bool np_code_mapped_exec(uint64_t addr, size_t len);
 int np_code_read(uint64_t addr, void *dst, size_t len);
 
@@ -254,6 +327,9 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, 
 		    void *cookie);
 void np_threads_resume(void);
 int np_patch_init(void);
+/* The signal that moves threads out of bytes being patched: a thread that
+ * blocks it makes such a patch fail. */
+int np_patch_signal(void);
 
 /* Engine state. */
 extern pthread_mutex_t np_engine_lock;
@@ -300,6 +376,10 @@ uint64_t np_host_ret_get(const struct np_ctx *ctx);
 void np_host_ret_set(struct np_ctx *ctx, uint64_t value);
 uint64_t np_host_ret_key(const struct np_ctx *ctx);
 uint64_t np_host_ret_trampoline(bool fpu);
+/* Return address ret as a frame whose entry sp is slot keeps it, where
+ * the function signs it (arm64 pac-ret: key 'pac', np_landing_pad): what
+ * an unwinder must find in the frame. ret by default. */
+uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac);
 bool np_host_is_ret_trampoline(uint64_t addr);
 int np_host_init(void);
 bool np_host_ret_in_memory(void);
@@ -307,6 +387,10 @@ bool np_host_ret_in_memory(void);
  * stores into the briefly writable page (true); then, after every write,
  * the host's cache maintenance for those bytes. */
 bool np_host_patch_in_place(void);
+/* Protection bits the code page at addr has beyond what /proc/self/maps
+ * shows, which a brief mprotect must give back (arm64: PROT_BTI, guarded
+ * pages). 0 by default. */
+int np_host_code_prot(uint64_t addr);
 void np_host_code_written(uint64_t addr, size_t len);
 /* A SIGTRAP the runtime raised itself (arm64: the redirect routine, which
  * needs every register of ctx loaded, pc and sp included): handled here

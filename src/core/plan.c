@@ -55,8 +55,9 @@ struct overlay {
 static bool put_original(struct np_region *r, void *cookie)
 {
 	struct overlay *o = cookie;
+	uint64_t end = r->end + r->pun;
 	uint64_t lo = r->start > o->addr ? r->start : o->addr;
-	uint64_t hi = r->end < o->addr + o->len ? r->end : o->addr + o->len;
+	uint64_t hi = end < o->addr + o->len ? end : o->addr + o->len;
 	if (lo < hi)
 		memcpy(o->buf + (lo - o->addr), r->orig + (lo - r->start), hi - lo);
 	return false;
@@ -293,6 +294,8 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 	p->via = 0;
 	uint64_t need = addr + p->jump_len;
 	p->start = addr;
+	p->merged = false;
+	p->pun = p->pin = 0;
 	if (!p->jump_len)
 		return REFUSE(p, "the ISA has no long jump form");
 	if (in_exclusive(v, addr))
@@ -304,13 +307,15 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 		if (err)
 			return err;
 		struct np_region *o = np_region_overlapping(p->start, p->end);
+		p->merged |= o != NULL;
 		uint64_t grow = need;
-		for (struct np_region *r = o; r; r = np_region_overlapping(r->end, p->end)) {
+		for (struct np_region *r = o; r;
+		     r = np_region_overlapping(r->end + r->pun, p->end)) {
 			if (r->strategy == NP_STRATEGY_TRAP && r->forced)
 				return REFUSE(p, "a probe forced to TRAP at 0x%llx lies in the bytes "
 						 "a jump needs", (unsigned long long)r->start);
-			if (r->end > grow)
-				grow = r->end;
+			if (r->end + r->pun > grow)
+				grow = r->end + r->pun;
 		}
 		if (grow <= p->end)
 			return check_targets(v, p) ?: registers(v, form, p);
@@ -319,10 +324,74 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 	return REFUSE(p, "overlapping probes form too long a run of displaced bytes");
 }
 
+static bool pun_isa(void)
+{
+	return np_host_isa->insn_align == 1 && np_host_isa->jump_len == 5;
+}
+
+#define PUN_E8_BELOW 0x18000000ull /* e8 as a displacement's top byte: -384 MiB */
+
+uint64_t np_plan_chunk_aim(uint64_t near)
+{
+	if (!pun_isa() || near < PUN_E8_BELOW + (64ull << 20))
+		return near;
+	return near + 5 - PUN_E8_BELOW + (8ull << 20); /* the window's middle */
+}
+
+/* Instruction punning (E9Patch's name for it). A plan that ends with a
+ * call displaces it, and a displaced call cannot keep the return stack
+ * buffer right: the callee's ret is mispredicted every time (10 to 15 ns
+ * here, twice what the probe costs). When the call starts 4 bytes in
+ * (`push %rbp; mov %rsp,%rbp; call`, `sub $8,%rsp; call`), the jump can
+ * end on the call's first byte instead: that byte is the top byte of the
+ * jump's displacement, fixed, and the trampoline is placed where the
+ * displacement has it: e8, a direct call, puts it in a 16 MiB window 384
+ * MiB below the site. Trampoline memory for every jump is placed there
+ * first (codemem.c, np_plan_chunk_aim), so one chunk serves a module's
+ * punned and ordinary jumps alike, and a program that reads its own
+ * /proc/self/maps (grep does) sees the same mappings whatever strategy the
+ * probes got. The call stays in the code, whole; the trampoline jumps back
+ * to it, and it runs where it always did. A probe on the call later makes
+ * the region displace it after all (region.c). Not done for an indirect
+ * call (ff: a window of its own just below the site, a mapping more) nor
+ * for a call 3 bytes in (two bytes pinned: a 64 KiB window per call site).
+ * Refused when the plan merged other regions; x86 only (byte-granular
+ * code, 5-byte jump). */
+int np_plan_pun(const struct plan *p, struct plan *out)
+{
+	const struct np_insn *last = &p->insn[p->ninsn - 1];
+	uint64_t k = last->pc - p->start;
+	uint32_t direct_call = NP_INSN_CALL | NP_INSN_BRANCH;
+	if (!pun_isa() || p->ninsn < 2 || p->merged || (last->flags & direct_call) != direct_call ||
+	    k != 4 || p->end != last->pc + last->len)
+		return -EOPNOTSUPP;
+	*out = *p;
+	out->ninsn--;
+	out->end = last->pc;
+	out->pin = (unsigned)k;
+	out->pun = (unsigned)(5 - k);
+	return 0;
+}
+
+/* The jump's displacement is bytes 1..4; from byte 'pin' on they are the
+ * code's own (orig[pin..5)). */
+void np_plan_pun_window(uint64_t start, const uint8_t *orig, unsigned pin, uint64_t *lo,
+			uint64_t *size)
+{
+	unsigned pun = 5 - pin;
+	uint32_t rel = 0;
+	for (unsigned i = 0; i < pun; i++)
+		rel |= (uint32_t)orig[pin + i] << (8 * (4 - pun + i));
+	*size = 1ull << (8 * (4 - pun));
+	*lo = start + 5 + (uint64_t)(int64_t)(int32_t)rel;
+}
+
 int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p)
 {
 	p->start = addr;
 	p->ninsn = 1;
+	p->merged = false;
+	p->pun = p->pin = 0;
 	if (np_fn_view_decode(v, addr, &p->insn[0]))
 		return REFUSE(p, "cannot decode the instruction at 0x%llx",
 			      (unsigned long long)addr);

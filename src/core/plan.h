@@ -25,6 +25,10 @@ struct plan {
 	uint64_t via;         /* JUMP long form: registers free at the site */
 	struct np_reloc_scratch scratch; /* free over the displaced bytes, and
 					  * where the jump back lands */
+	bool merged;      /* it covers regions already in place */
+	unsigned pun;     /* bytes of the jump past end, left as they are */
+	unsigned pin;     /* 0, or the jump's bytes from here on must stay the
+			   * code's own (a punned jump, or one replacing it) */
 	char why[160];
 };
 
@@ -44,6 +48,15 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 /* How far from the site a trampoline of this form may be placed. */
 uint64_t np_plan_reach(enum np_jump_form form);
 int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p);
+/* The plan p, ending on the call it would displace instead (x86): 0, or
+ * -EOPNOTSUPP when p does not end with a call 3 or 4 bytes in. */
+int np_plan_pun(const struct plan *p, struct plan *out);
+/* Where new trampoline memory for code at 'near' is best placed. */
+uint64_t np_plan_chunk_aim(uint64_t near);
+/* Where a trampoline must start for a jump at start whose bytes from pin
+ * on are the code's own (orig: the original bytes from start). */
+void np_plan_pun_window(uint64_t start, const uint8_t *orig, unsigned pin, uint64_t *lo,
+			uint64_t *size);
 int np_read_original(uint64_t addr, uint8_t *buf, size_t len);
 
 /*

@@ -11,8 +11,10 @@
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/watch.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +152,7 @@ struct np_site *np_site_new(uint64_t addr)
 	s->region = NULL;
 	s->probes = NULL;
 	s->func_entry = s->args_only = false;
+	s->entry_pad = s->pad_len = s->ret_pac = 0;
 	s->fpu = NP_FPU_NONE;
 	s->live = true;
 	struct np_site **head = site_head(addr);
@@ -168,16 +171,30 @@ static void unhash_site(struct np_site *s)
 	spare_sites[nspare++] = s; /* room reserved when s was made */
 }
 
-void np_site_release(struct np_site *s)
+/* Release in two halves around one membarrier, so that a batch pays one
+ * for all its sites: the first makes the site dead to new hits, the
+ * second waits out the handlers still running and recycles it. */
+static struct np_hlist *site_release_begin(struct np_site *s)
 {
 	struct np_hlist *l = atomic_exchange(&s->list, NULL);
 	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELEASE);
 	s->live = false;
 	s->gen++;
-	np_barrier_threads();
+	return l;
+}
+
+static void site_release_end(struct np_site *s, struct np_hlist *l)
+{
 	np_thread_wait_site(s);
 	free(l);
 	unhash_site(s);
+}
+
+void np_site_release(struct np_site *s)
+{
+	struct np_hlist *l = site_release_begin(s);
+	np_barrier_threads();
+	site_release_end(s, l);
 }
 
 static unsigned wanted_fpu(const struct np_site *s)
@@ -215,8 +232,10 @@ static bool handler_uses_fpu(np_handler_fn fn)
 	return uses;
 }
 
-/* Replace the handler list with one built from s->probes. */
-int np_site_publish(struct np_site *s)
+/* Replace the handler list with one built from s->probes; *old gets the
+ * list replaced, which threads may still be reading until a membarrier
+ * and np_thread_wait_site. */
+static int site_publish_begin(struct np_site *s, struct np_hlist **old)
 {
 	uint32_t n = 0, nret = 0;
 	for (struct np_probe *p = s->probes; p; p = p->next_in_site)
@@ -229,8 +248,20 @@ int np_site_publish(struct np_site *s)
 		nret += p->on_return != NULL;
 	}
 	l->nret = nret;
-	struct np_hlist *old = atomic_exchange_explicit(&s->list, l, memory_order_acq_rel);
+	*old = atomic_exchange_explicit(&s->list, l, memory_order_acq_rel);
 	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A site's first list replaces none: no handler can be running it, so
+ * there is nothing to wait for (a reused site object waited for its
+ * previous life's handlers when it was released). */
+int np_site_publish(struct np_site *s)
+{
+	struct np_hlist *old;
+	int err = site_publish_begin(s, &old);
+	if (err || !old)
+		return err;
 	np_barrier_threads();
 	np_thread_wait_site(s);
 	free(old);
@@ -315,14 +346,6 @@ static void site_unlink(struct np_site *s, struct np_probe *p)
 	p->next_in_site = NULL;
 }
 
-static bool is_func_entry(uint64_t addr, const struct np_probe *p)
-{
-	struct np_func_bounds fb;
-	if (p->func_start)
-		return p->func_start == addr;
-	return np_symbol_bounds(addr, &fb) == 0 && fb.start == addr;
-}
-
 static int check_return_site(const struct np_site *s, const struct np_probe *p)
 {
 	if (!p->on_return)
@@ -340,9 +363,20 @@ static int check_return_site(const struct np_site *s, const struct np_probe *p)
 	return 0;
 }
 
-/* A new probe at a site that already exists. */
-static int attach_existing(struct np_site *s, struct np_probe *p)
+/* An entry probe moved past a landing pad makes its site the entry. */
+static void site_set_entry(struct np_site *s, const struct np_entry *e)
 {
+	s->func_entry = true;
+	s->entry_pad = e->pad;
+	s->pad_len = e->pad_len;
+	s->ret_pac = e->ret_pac;
+}
+
+/* A new probe at a site that already exists. */
+static int attach_existing(struct np_site *s, struct np_probe *p, const struct np_entry *e)
+{
+	if (e && !s->func_entry)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad)
 		return bad;
@@ -365,12 +399,13 @@ static int attach_existing(struct np_site *s, struct np_probe *p)
 	return err;
 }
 
-static int attach_new(uint64_t addr, struct np_probe *p)
+static int attach_new(uint64_t addr, struct np_probe *p, const struct np_entry *e)
 {
 	struct np_site *s = np_site_new(addr);
 	if (!s)
 		return -ENOMEM;
-	s->func_entry = is_func_entry(addr, p);
+	if (e)
+		site_set_entry(s, e);
 	int bad = check_return_site(s, p);
 	if (bad) {
 		np_site_release(s);
@@ -398,47 +433,113 @@ static int check_opts(void *addr, const struct np_probe_opts *o)
 	return 0;
 }
 
+/* One probe of a batch (engine lock held): 0 and *out, or -errno. */
+static int attach_locked(void *addr, const struct np_probe_opts *o, struct np_probe **out)
+{
+	int err = check_opts(addr, o);
+	*out = NULL;
+	if (err) {
+		np_logf(NP_LOG_ERROR, "probe at %p: %s", addr,
+			err == -ENOEXEC ? "no executable code mapped there" : "invalid options");
+		return err;
+	}
+	struct np_probe *p = probe_new(addr, o);
+	struct np_entry e = {.site = (uint64_t)addr}; /* after its landing pads (entry.c) */
+	bool entry = p && np_entry_find((uint64_t)addr, p->func_start, p->func_size, &e);
+	/* a region of this batch there: in place before it is shared */
+	if (np_batch_pending(np_region_find(e.site)))
+		np_batch_flush();
+	struct np_site *s = p ? np_site_get(e.site) : NULL;
+	err = !p ? probe_new_error()
+	      : s ? attach_existing(s, p, entry ? &e : NULL)
+		  : attach_new(e.site, p, entry ? &e : NULL);
+	if (err && p)
+		probe_delete(p);
+	else
+		*out = p;
+	return err;
+}
+
+/* Where the probes of the batch being attached are reported. */
+static struct {
+	struct np_probe **probes;
+	int *errs;
+	size_t cnt;
+} attaching;
+
+/* A queued region could not be patched in: its site's one probe goes
+ * (a second probe at a queued region's address flushes the batch first). */
+static void placement_failed(struct np_site *s, int err)
+{
+	struct np_probe *p = s->probes;
+	np_logf(NP_LOG_ERROR, "probe '%s': cannot patch 0x%llx: %s", p ? p->name : "?",
+		(unsigned long long)s->addr, strerror(-err));
+	if (p)
+		site_unlink(s, p);
+	np_site_release(s);
+	for (size_t i = 0; p && i < attaching.cnt; i++)
+		if (attaching.probes[i] == p) {
+			attaching.probes[i] = NULL;
+			attaching.errs[i] = err;
+		}
+	if (p)
+		probe_delete(p);
+}
+
+/* Attach cnt probes in one pass of the patching protocol: out[i] and
+ * errs[i] (0 or -errno) for each. The caller checked that it is not in a
+ * handler and that the engine is up. */
+static size_t attach_all(void *const *addrs, const struct np_probe_opts *const *opts, size_t cnt,
+			 struct np_probe **out, int *errs)
+{
+	struct np_probe_opts o;
+	bool returns = false;
+	for (size_t i = 0; i < cnt; i++)
+		returns |= opts[i] && opts[i]->sz > offsetof(struct np_probe_opts, on_return) &&
+			   opts[i]->on_return;
+	np_fault_guard_refresh(); /* handlers' np_read_user takes the fast path */
+	if (returns)
+		np_unwind_guard_install();
+	pthread_mutex_lock(&np_engine_lock);
+	np_code_begin();
+	np_thread_pool_stock();
+	attaching.probes = out, attaching.errs = errs, attaching.cnt = cnt;
+	np_batch_begin(placement_failed);
+	for (size_t i = 0; i < cnt; i++) {
+		memset(&o, 0, sizeof(o));
+		if (opts[i])
+			memcpy(&o, opts[i], opts[i]->sz < sizeof(o) ? opts[i]->sz : sizeof(o));
+		errs[i] = attach_locked(addrs[i], opts[i] ? &o : NULL, &out[i]);
+	}
+	np_batch_end();
+	attaching.cnt = 0;
+	pthread_mutex_unlock(&np_engine_lock);
+	size_t placed = 0;
+	for (size_t i = 0; i < cnt; i++)
+		placed += out[i] != NULL;
+	return placed;
+}
+
 NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts)
 {
-	struct np_probe_opts o = {0};
+	struct np_probe *p;
 	int err;
 
 	if (np_in_handler())
 		return fail_null(EDEADLK);
 	if ((err = np_engine_init()))
 		return fail_null(-err);
-	np_fault_guard_refresh(); /* handlers' np_read_user takes the fast path */
-	if (opts)
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
-	if (o.on_return)
-		np_unwind_guard_install();
-	pthread_mutex_lock(&np_engine_lock);
-	np_thread_pool_stock();
-	err = check_opts(addr, opts ? &o : NULL);
-	if (err) {
-		pthread_mutex_unlock(&np_engine_lock);
-		np_logf(NP_LOG_ERROR, "probe at %p: %s", addr,
-			err == -ENOEXEC ? "no executable code mapped there" : "invalid options");
-		return fail_null(-err);
-	}
-	struct np_probe *p = probe_new(addr, &o);
-	struct np_site *s = p ? np_site_get((uint64_t)addr) : NULL;
-	err = !p ? probe_new_error() : s ? attach_existing(s, p) : attach_new((uint64_t)addr, p);
-	if (err && p) {
-		probe_delete(p);
-		p = NULL;
-	}
-	pthread_mutex_unlock(&np_engine_lock);
+	attach_all(&addr, &opts, 1, &p, &err);
 	if (err)
 		errno = -err;
 	return p;
 }
 
-/* --- detach --------------------------------------------------------------- */
-
-NP_API int np_probe_detach(struct np_probe *p)
+NP_API int np_probe_attach_many(const struct np_probe_many_opts *mo)
 {
-	if (!p) {
+	int err;
+	if (!mo || mo->sz < offsetof(struct np_probe_many_opts, errs) || (mo->cnt && (!mo->addrs ||
+	    !mo->opts || !mo->probes)) || mo->cnt > INT_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -446,25 +547,142 @@ NP_API int np_probe_detach(struct np_probe *p)
 		errno = EDEADLK;
 		return -1;
 	}
+	if ((err = np_engine_init())) {
+		errno = -err;
+		return -1;
+	}
+	int *errs = mo->sz > offsetof(struct np_probe_many_opts, errs) ? mo->errs : NULL;
+	int *own = errs ? NULL : calloc(mo->cnt ? mo->cnt : 1, sizeof(*own));
+	if (!errs && !own) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t placed = attach_all(mo->addrs, mo->opts, mo->cnt, mo->probes, errs ? errs : own);
+	for (size_t i = 0; errs && i < mo->cnt; i++)
+		errs[i] = -errs[i]; /* errno values */
+	free(own);
+	return (int)placed;
+}
+
+/* --- detach --------------------------------------------------------------- */
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (struct np_site *const *)a;
+	uintptr_t y = (uintptr_t) * (struct np_site *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The sites of probes, each once. */
+static size_t sites_of(struct np_probe *const *probes, size_t cnt, struct np_site **sites)
+{
+	size_t n = 0, u = 0;
+	for (size_t i = 0; i < cnt; i++)
+		if (probes[i] && !probes[i]->detached)
+			sites[n++] = probes[i]->site;
+	qsort(sites, n, sizeof(*sites), by_address);
+	for (size_t i = 0; i < n; i++)
+		if (!u || sites[u - 1] != sites[i])
+			sites[u++] = sites[i];
+	return u;
+}
+
+/* New handler lists for the sites, then one membarrier for all: when it
+ * returns, no handler of a probe that left a list runs any more. */
+static int republish(struct np_site **sites, size_t n)
+{
+	struct np_hlist **old = calloc(n ? n : 1, sizeof(*old));
+	int err = 0;
+	if (!old)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!err)
+			err = site_publish_begin(sites[i], &old[i]);
+	np_barrier_threads();
+	for (size_t i = 0; i < n; i++) {
+		np_thread_wait_site(sites[i]);
+		free(old[i]);
+	}
+	free(old);
+	return err;
+}
+
+/* The sites left without probes: their regions restored, all in one pass
+ * of the protocol, then the sites released (one membarrier). The others
+ * get trampolines for the probes they keep. */
+static int remove_or_refresh(struct np_site **sites, size_t n)
+{
+	int err = 0, e;
+	np_batch_begin(NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct np_site *s = sites[i];
+		if (s->probes) {
+			site_set_modes(s);
+			e = np_region_refresh(s->region);
+		} else {
+			e = np_region_remove_site(s);
+		}
+		err = err ? err : e;
+	}
+	e = np_batch_end();
+	err = err ? err : e;
+	struct np_hlist **lists = calloc(n ? n : 1, sizeof(*lists));
+	for (size_t i = 0; i < n; i++)
+		if (!sites[i]->probes && lists)
+			lists[i] = site_release_begin(sites[i]);
+	np_barrier_threads();
+	for (size_t i = 0; i < n; i++)
+		if (!sites[i]->probes && lists)
+			site_release_end(sites[i], lists[i]);
+		else if (!sites[i]->probes)
+			np_site_release(sites[i]);
+	free(lists);
+	return err;
+}
+
+static int detach_all(struct np_probe *const *probes, size_t cnt)
+{
+	struct np_site **sites = calloc(cnt ? cnt : 1, sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
 	np_fault_guard_refresh(); /* notice a program that replaced it */
 	pthread_mutex_lock(&np_engine_lock);
-	int err = 0;
-	if (!p->detached) {
-		struct np_site *s = p->site;
-		site_unlink(s, p);
-		err = np_site_publish(s); /* no handler of p runs after this */
-		if (!err && !s->probes) {
-			err = np_region_remove_site(s);
-			np_site_release(s);
-		} else if (!err) {
-			site_set_modes(s);
-			err = np_region_refresh(s->region);
+	np_code_begin();
+	size_t n = sites_of(probes, cnt, sites);
+	for (size_t i = 0; i < cnt; i++)
+		if (probes[i] && !probes[i]->detached) {
+			site_unlink(probes[i]->site, probes[i]);
+			probes[i]->detached = true;
 		}
-		p->detached = true;
-	}
+	int err = republish(sites, n); /* no handler of these probes runs after this */
+	int e = remove_or_refresh(sites, n);
 	pthread_mutex_unlock(&np_engine_lock);
+	free(sites);
+	return err ? err : e;
+}
+
+NP_API int np_probe_detach(struct np_probe *p)
+{
+	if (!p) {
+		errno = EINVAL;
+		return -1;
+	}
+	return np_probe_detach_many(&p, 1);
+}
+
+NP_API int np_probe_detach_many(struct np_probe *const *probes, size_t cnt)
+{
+	if (cnt && !probes) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (np_in_handler()) {
+		errno = EDEADLK;
+		return -1;
+	}
+	int err = detach_all(probes, cnt);
 	if (err) {
-		np_logf(NP_LOG_ERROR, "probe '%s': detach: %s", p->name, strerror(-err));
+		np_logf(NP_LOG_ERROR, "detach of %zu probe(s): %s", cnt, strerror(-err));
 		errno = -err;
 		return -1;
 	}
@@ -504,6 +722,7 @@ NP_API void np_maintain(void)
 		return;
 	pthread_mutex_lock(&np_engine_lock);
 	np_thread_pool_stock();
+	np_watch_maintain(); /* watch_hit.c: modules loaded since */
 	pthread_mutex_unlock(&np_engine_lock);
 }
 

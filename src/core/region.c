@@ -72,10 +72,16 @@ static int build(struct np_region *r)
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	uint64_t at;
-	int n = place(r, cap, &at) ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
+	uint64_t at, lo, size;
+	if (r->pin) {
+		np_plan_pun_window(r->start, r->orig, r->pin, &lo, &size);
+		at = np_codemem_alloc_in(lo, size, cap);
+	} else {
+		place(r, cap, &at);
+	}
+	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
-		n = np_code_write(at, buf, (size_t)n) ?: n;
+		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
 	free(buf);
 	if (n < 0) {
 		if (at)
@@ -87,12 +93,17 @@ static int build(struct np_region *r)
 	return 0;
 }
 
-/* Point the jump at r's (new) trampoline. */
-static int patch_jump(struct np_region *r, bool move_threads)
+/* The jump to r's trampoline; a pinned one must end with the code's own
+ * bytes (its trampoline was placed for that). */
+static uint64_t jump_target(const struct np_region *r)
 {
-	uint8_t jmp[16];
-	uint64_t to = r->tramp + r->tramp_off[0]; /* a block may start with data */
-	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, sizeof(jmp), r->start, to, r->jump_via)
+	return r->tramp + r->tramp_off[0]; /* a block may start with data */
+}
+
+static int jump_bytes(const struct np_region *r, uint8_t *jmp)
+{
+	uint64_t to = jump_target(r);
+	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, 16, r->start, to, r->jump_via)
 			      : np_host_isa->emit_jump(jmp, r->start, to);
 	if (err < 0)
 		return err;
@@ -102,15 +113,41 @@ static int patch_jump(struct np_region *r, bool move_threads)
 	for (unsigned n = r->jump_via ? (unsigned)err : r->jump_len; n < r->jump_len;
 	     n += np_host_isa->trap_len)
 		np_host_isa->emit_trap(jmp + n);
-	if ((err = np_trap_table_put(r->start, r)))
+	if (r->pin && memcmp(jmp + r->pin, r->orig + r->pin, r->jump_len - r->pin) != 0)
+		return -ERANGE;
+	return 0;
+}
+
+/* Point the jump at r's (new) trampoline, now: what a batch queued goes
+ * in first. */
+static int patch_jump(struct np_region *r, bool move_threads)
+{
+	uint8_t jmp[16];
+	int err = jump_bytes(r, jmp);
+	if (err < 0)
+		return err;
+	np_batch_flush();
+	/* its trampoline written before the trap table leads there */
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)))
 		return err;
 	err = np_patch_region(r, jmp, r->jump_len, move_threads);
 	if (!err) {
 		memcpy(r->patch, jmp, r->jump_len);
-		r->jumps_to = to;
+		r->jumps_to = jump_target(r);
 	}
 	np_trap_table_drop(r->start);
 	return err;
+}
+
+/* In a batch, a region that replaces none is queued (batch.c): its jump
+ * is written with the others'. */
+static int queue_jump(struct np_region *r)
+{
+	int err = jump_bytes(r, r->patch);
+	if (err < 0)
+		return err;
+	r->jumps_to = jump_target(r); /* what r->patch holds, once it is placed */
+	return np_batch_install(r, r->ninsn > 1);
 }
 
 static void adopt_sites(struct np_region *r)
@@ -161,6 +198,8 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 		return NULL;
 	r->start = p->start;
 	r->end = p->end;
+	r->pun = (uint8_t)p->pun;
+	r->pin = (uint8_t)p->pin;
 	r->strategy = s;
 	r->forced = forced;
 	r->ninsn = p->ninsn;
@@ -168,7 +207,7 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 	r->jump_len = s == NP_STRATEGY_JUMP ? p->jump_len : 0;
 	r->jump_via = s == NP_STRATEGY_JUMP ? p->via : 0;
 	r->scratch = p->scratch;
-	if (np_read_original(r->start, r->orig, r->end - r->start)) {
+	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start)) {
 		free(r);
 		return NULL;
 	}
@@ -177,16 +216,23 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 
 static int install_jump(const struct plan *p, bool forced)
 {
+	struct np_region *over = np_region_overlapping(p->start, p->end);
+	if (over && np_batch_active()) { /* what it replaces must be in place */
+		np_batch_flush();
+		over = np_region_overlapping(p->start, p->end);
+	}
 	struct np_region *r = region_from_plan(p, NP_STRATEGY_JUMP, forced);
 	if (!r)
 		return -ENOMEM;
-	bool absorbs = np_region_overlapping(r->start, r->end) != NULL;
+	bool absorbs = over != NULL;
 	adopt_sites(r);
 	int err = build(r);
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
 		err = np_region_link(r);
-		if (!err)
+		if (!err && np_batch_active() && !absorbs)
+			err = queue_jump(r);
+		else if (!err)
 			err = patch_jump(r, r->ninsn > 1 || absorbs);
 		if (err)
 			np_region_unlink(r);
@@ -217,17 +263,27 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return err;
 	}
 	np_host_isa->emit_trap(trap);
+	memcpy(r->patch, trap, np_host_isa->trap_len);
 	/* indexed first, as a JUMP region is: reads of the original code see
 	 * its bytes while the breakpoint goes in */
-	if ((err = np_region_link(r)) || (err = np_trap_table_put(r->start, r)) ||
-	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false))) {
-		np_region_unlink(r);
-		np_trap_table_drop(r->start);
-		free(r);
-		return err;
+	if ((err = np_region_link(r)))
+		goto fail;
+	if (np_batch_active()) {
+		if ((err = np_batch_install(r, false)))
+			goto fail;
+		return 0;
 	}
-	memcpy(r->patch, trap, np_host_isa->trap_len);
+	np_batch_flush();
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)) ||
+	    (err = np_patch_region(r, trap, np_host_isa->trap_len, false)))
+		goto fail;
 	return 0;
+fail:
+	np_region_unlink(r);
+	np_trap_table_drop(r->start);
+	site->region = NULL;
+	free(r);
+	return err;
 }
 
 static void log_refusal(const char *who, uint64_t addr, const char *strategy, const char *why)
@@ -243,7 +299,12 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 	struct plan p;
 	int err = -EOPNOTSUPP;
 	if (want != NP_STRATEGY_TRAP) {
+		struct plan pun;
 		err = np_plan_jump(v, site->addr, NP_JUMP_SHORT, &p);
+		/* ending on the call, when a trampoline fits where it must */
+		if (!err && np_plan_pun(&p, &pun) == 0 &&
+		    install_jump(&pun, want == NP_STRATEGY_JUMP) == 0)
+			return 0;
 		if (!err)
 			err = install_jump(&p, want == NP_STRATEGY_JUMP);
 		else
@@ -293,9 +354,45 @@ static int join(struct np_region *r, struct np_site *site, enum np_strategy want
 	return err;
 }
 
+/* A probe on the instruction a punned jump ends on: the region is planned
+ * again from its start, displacing that instruction too, with its
+ * trampoline in the same window, so that the bytes a thread still in the
+ * old trampoline jumps back to stay what they are. The new region takes
+ * the old one's sites and the new site (adopt_sites). */
+static int unpun(struct np_region *r, struct np_site *site, struct np_probe *probe,
+		 const char *who)
+{
+	struct fn_view v;
+	struct plan p;
+	if (probe->requested == NP_STRATEGY_TRAP) {
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the bytes of the JUMP probe at "
+				      "0x%llx", who, (unsigned long long)site->addr,
+			(unsigned long long)r->start);
+		return -EBUSY;
+	}
+	int err = np_fn_view_load(&v, r->start, probe->func_start, probe->func_size);
+	if (!err && (err = np_plan_jump(&v, r->start, NP_JUMP_SHORT, &p)))
+		log_refusal(who, site->addr, "JUMP", p.why);
+	if (!err) {
+		p.pin = r->pin;
+		err = install_jump(&p, r->forced);
+	}
+	np_fn_view_free(&v);
+	if (!err && !site->region)
+		err = -EINVAL; /* not one of the new region's instructions */
+	if (err)
+		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is the last byte(s) of the jump at "
+				      "0x%llx, which cannot be moved off it: %s", who,
+			(unsigned long long)site->addr, (unsigned long long)r->start,
+			strerror(-err));
+	return err;
+}
+
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who)
 {
 	struct np_region *r = np_region_find(site->addr);
+	if (r && r->pun && site->addr >= r->end)
+		return unpun(r, site, probe, who);
 	if (r)
 		return join(r, site, probe->requested, who);
 	struct fn_view v;
@@ -332,7 +429,8 @@ int np_region_refresh(struct np_region *r)
 
 static size_t patch_len(const struct np_region *r)
 {
-	return r->strategy == NP_STRATEGY_JUMP ? r->end - r->start : np_host_isa->trap_len;
+	return r->strategy == NP_STRATEGY_JUMP ? r->end + r->pun - r->start
+					       : np_host_isa->trap_len;
 }
 
 /* The module may have been unloaded (dlclose) and the address reused: only
@@ -352,6 +450,9 @@ static int remove_region(struct np_region *r)
 				    "dropping the probe without restoring", (unsigned long long)r->start);
 		goto gone;
 	}
+	if (np_batch_active()) /* restored with the batch's other regions */
+		return np_batch_remove(r, patch_len(r));
+	np_batch_flush();
 	err = np_trap_table_put(r->start, r);
 	if (!err)
 		err = np_patch_region(r, r->orig, patch_len(r), false);
@@ -363,10 +464,36 @@ static int remove_region(struct np_region *r)
 	}
 gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */
+	np_region_forget(r);
+	return 0;
+}
+
+/* Removed (its entries gone from the trap table): out of the index, its
+ * trampoline retired. */
+void np_region_forget(struct np_region *r)
+{
 	np_region_unlink(r);
 	np_codemem_retire(r->tramp, r->tramp_len);
 	np_trap_defer_free(r); /* a trap handler may still hold it */
-	return 0;
+}
+
+/* A queued region that could not be placed (nothing of it is in the code
+ * and the trap table has let it go): undone, and each of its sites is
+ * reported to failed(). */
+void np_region_abandon(struct np_region *r, int err,
+		       void (*failed)(struct np_site *site, int err))
+{
+	struct np_site *sites[NP_MAX_REGION_INSNS];
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->ninsn; i++)
+		if (r->sites[i]) {
+			r->sites[i]->region = NULL;
+			sites[n++] = r->sites[i];
+		}
+	np_region_forget(r);
+	for (unsigned i = 0; i < n; i++)
+		if (failed)
+			failed(sites[i], err);
 }
 
 int np_region_remove_site(struct np_site *site)

@@ -84,7 +84,7 @@ bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, vo
 		struct bucket *b = bucket_of(page, false);
 		for (size_t i = b ? b->n : 0; i-- > 0;) {
 			struct np_region *r = b->v[i];
-			if (r->start < hi && r->end > lo && fn(r, cookie))
+			if (r->start < hi && r->end + r->pun > lo && fn(r, cookie))
 				return true;
 		}
 	}

@@ -42,6 +42,7 @@ static bool name_returns_twice(const char *name)
 struct module {
 	char path[256];
 	uint64_t bias;
+	uint32_t features; /* GNU_PROPERTY_<machine>_FEATURE_1_AND */
 	struct fsym *v;
 	size_t n;
 	struct module *next;
@@ -93,6 +94,56 @@ static uint64_t first_load_vaddr(Elf *elf)
 	return 0;
 }
 
+/* The machine's FEATURE_1_AND property (arm64: BTI, PAC; x86-64: IBT,
+ * SHSTK) from the PT_GNU_PROPERTY note: what the loader enables for the
+ * module when the CPU has it. */
+static uint32_t gnu_features(Elf *elf)
+{
+	GElf_Ehdr eh;
+	size_t n;
+	uint32_t want;
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n))
+		return 0;
+	if (eh.e_machine == EM_AARCH64)
+		want = 0xc0000000; /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+	else if (eh.e_machine == EM_X86_64)
+		want = 0xc0000002; /* GNU_PROPERTY_X86_FEATURE_1_AND */
+	else
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != 0x6474e553) /* PT_GNU_PROPERTY */
+			continue;
+		size_t len = 0;
+		const char *raw = elf_rawfile(elf, &len);
+		if (!raw || ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
+			return 0;
+		/* one note: namesz 4, descsz, type 5, "GNU", then 8-aligned
+		 * properties (type, size, data) */
+		const uint8_t *note = (const uint8_t *)raw + ph.p_offset;
+		uint32_t hdr[3];
+		if (ph.p_filesz < 16)
+			return 0;
+		memcpy(hdr, note, sizeof(hdr));
+		if (hdr[0] != 4 || hdr[2] != 5 || memcmp(note + 12, "GNU", 4) ||
+		    hdr[1] > ph.p_filesz - 16)
+			return 0;
+		for (uint32_t off = 0; off + 8 <= hdr[1];) {
+			uint32_t pr[2];
+			memcpy(pr, note + 16 + off, sizeof(pr));
+			if (pr[1] > hdr[1] - off - 8)
+				return 0;
+			if (pr[0] == want && pr[1] >= 4) {
+				uint32_t bits;
+				memcpy(&bits, note + 16 + off + 8, 4);
+				return bits;
+			}
+			off += 8 + ((pr[1] + 7) & ~7u);
+		}
+	}
+	return 0;
+}
+
 static struct module *load_module(const struct np_map *map)
 {
 	int fd = open(map->path, O_RDONLY | O_CLOEXEC);
@@ -105,6 +156,7 @@ static struct module *load_module(const struct np_map *map)
 	if (elf && m) {
 		snprintf(m->path, sizeof(m->path), "%s", map->path);
 		m->bias = map->start - map->offset - first_load_vaddr(elf);
+		m->features = gnu_features(elf);
 		bool have_symtab = false;
 		for (int pass = 0; pass < 2; pass++) {
 			Elf_Scn *scn = NULL;
@@ -187,4 +239,13 @@ bool np_symbol_returns_twice(uint64_t addr)
 		if (m->v[i].start + m->bias == addr && m->v[i].returns_twice)
 			return true;
 	return false;
+}
+
+uint32_t np_module_features(uint64_t addr)
+{
+	struct np_map map;
+	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
+		return 0;
+	struct module *m = module_for(&map);
+	return m ? m->features : 0;
 }

@@ -263,8 +263,10 @@ static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site 
 	f->slot = slot;
 	f->site = site;
 	f->gen = site->gen;
+	f->expect = np_host_ret_trampoline(site->fpu != NP_FPU_NONE);
+	f->ret_pac = site->ret_pac;
 	t->shadow_top++;
-	np_host_ret_set(ctx, np_host_ret_trampoline(site->fpu != NP_FPU_NONE));
+	np_host_ret_set(ctx, f->expect);
 }
 
 /* The inline hit path's return arming (in_site is set by the caller). */
@@ -382,17 +384,26 @@ static void miss_returns(struct np_thread *t, const struct np_shadow_frame *f)
  * it made the call that led here: into its own frame, which lies between
  * its entry sp (the slot) and the entry sp of the next deeper probed frame
  * (or the caller's stack pointer). Scanning down from the slot, the first
- * word that holds the return trampoline is that spill: deeper frames come
- * after it. 0 when none is found. */
+ * word that holds what the frame put there is that spill: deeper frames
+ * come after it. 0 when none is found. */
 __attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np_shadow_frame *f,
 								 uint64_t lo)
 {
 	if (np_host_ret_in_memory())
-		return np_host_is_ret_trampoline(*(uint64_t *)f->slot) ? (uint64_t *)f->slot : NULL;
+		return *(uint64_t *)f->slot == f->expect ? (uint64_t *)f->slot : NULL;
 	for (uint64_t a = (f->slot - 8) & ~(uint64_t)7; a >= lo && a < f->slot; a -= 8)
-		if (np_host_is_ret_trampoline(*(uint64_t *)a))
+		if (*(uint64_t *)a == f->expect)
 			return (uint64_t *)a;
 	return NULL;
+}
+
+/* Hosts without pointer authentication keep return addresses as they are
+ * (arm64's runtime.c signs them). */
+__attribute__((weak)) uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
+{
+	(void)slot;
+	(void)pac;
+	return ret;
 }
 
 void np_shadow_unwind_all(struct np_thread *t)
@@ -403,7 +414,7 @@ void np_shadow_unwind_all(struct np_thread *t)
 		uint64_t *at = ret_now(f, lo);
 		f->data = 0;
 		if (at) {
-			*at = f->ret;
+			*at = np_host_ret_sign(f->ret, f->slot, f->ret_pac);
 			miss_returns(t, f);
 		}
 		lo = f->slot;

@@ -65,38 +65,6 @@ static uint64_t fixup_for(uint64_t pc)
 	return 0;
 }
 
-/* Deliver a fault that is not ours as the kernel would have without us. */
-static void chain(struct sigaction *pa, int sig, siginfo_t *si, void *uc)
-{
-	struct sigaction a = *pa;
-	bool from_kernel = si->si_code > 0; /* a real fault, not kill() */
-
-	if (a.sa_handler == SIG_IGN && !from_kernel)
-		return;
-	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN) {
-		/* The kernel forces the default action on an ignored fault
-		 * too. A fault re-raises itself when we return; a sent signal
-		 * must be sent again. */
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigaction(sig, &dfl, NULL);
-		if (!from_kernel)
-			raise(sig);
-		return;
-	}
-	if (a.sa_flags & SA_RESETHAND) /* the next fault takes the default */
-		__atomic_store_n(&pa->sa_handler, SIG_DFL, __ATOMIC_RELAXED);
-	/* The mask the kernel would have set for that handler (ours has an
-	 * empty sa_mask and SA_NODEFER, so this only adds); sigreturn puts
-	 * the program's mask back. */
-	if (!(a.sa_flags & SA_NODEFER))
-		sigaddset(&a.sa_mask, sig);
-	pthread_sigmask(SIG_BLOCK, &a.sa_mask, NULL);
-	if (a.sa_flags & SA_SIGINFO)
-		a.sa_sigaction(sig, si, uc);
-	else
-		a.sa_handler(sig);
-}
-
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	struct np_regs regs;
@@ -108,7 +76,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		np_host_regs_to_uc(&regs, uc);
 		return;
 	}
-	chain(&prev[sig == SIGBUS], sig, si, uc);
+	struct sigaction *pa = &prev[sig == SIGBUS];
+	np_sig_chain(pa, pa, sig, si, uc, true);
 }
 
 static void install(void)

@@ -123,6 +123,49 @@ def check_program_rows(rows):
                 check("overhead_pct" in r and r["hits"] > 0, f"{name}: overhead and hits", r)
 
 
+HAVE_PERF = os.access("/usr/bin/perf", os.X_OK)
+
+
+def check_watch_rows(rows):
+    """Watchpoints (bench_watch.c): shapes and exact verification counts."""
+    if any(r["bench"] == "watch-attach-1" and "skipped" in r for r in rows.values()):
+        check("no hardware" in rows[("watch-attach-1", "watch", 1)]["skipped"],
+              "watch rows: skipped, with the reason")
+        return
+    for n in (1, 16, 64):
+        for b in ("kernel", "watch"):
+            name = f"watch-attach-{n} {b}"
+            r = rows.get((f"watch-attach-{n}", b, 1))
+            if not check(r is not None and "skipped" not in r, f"{name}: ran", r):
+                continue
+            check(r["usecs_per_op"] > 0 and r["ops"] >= 10 and r["threads"] == n,
+                  f"{name}: usecs_per_op, ops, threads", r)
+            if b == "watch":
+                # the last watch counted one store from each of the n threads
+                check(r["hits"] == n, f"{name}: placed on every thread", r)
+    for b in ("none", "kernel", "watch"):
+        r = rows.get(("watch-store", b, 1))
+        if check(r is not None and "skipped" not in r, f"watch-store {b}: ran", r):
+            check(r["usecs_per_op"] > 0 and r["ops"] > 0, f"watch-store {b}: usecs, ops", r)
+            if b != "none":
+                check(r["hits"] == r["ops"], f"watch-store {b}: one hit per store", r)
+    for b_, p_, t_ in ((0, 2, 8), (1, 2, 8), (4, 2, 8), (4, 2, 64)):
+        bench = f"bp-b{b_}-p{p_}-t{t_}"
+        for b in ("kernel", "none" if b_ == 0 else "watch"):
+            r = rows.get((bench, b, p_))
+            if not check(r is not None, f"{bench} {b}: row present"):
+                continue
+            if b == "kernel" and not HAVE_PERF:
+                check("linux-perf" in r.get("skipped", ""), f"{bench} {b}: skipped, names "
+                      "the package", r)
+                continue
+            if not check("skipped" not in r, f"{bench} {b}: ran", r):
+                continue
+            check(r["usecs_per_op"] > 0 and r["ops"] % t_ == 0 and r["threads"] == t_ and
+                  r["breakpoints"] == b_ and r["parallel"] == p_,
+                  f"{bench} {b}: usecs_per_op, ops, the b/p/t of perf bench", r)
+
+
 def check_json():
     p = run("-j", "-d", "0.1")
     check(p.returncode == 0, "bench -j -d 0.1: exit status 0", p.stderr[-2000:])
@@ -141,6 +184,7 @@ def check_json():
     check_hit_rows(keyed)
     check_attach_rows(keyed)
     check_program_rows(keyed)
+    check_watch_rows(keyed)
 
 
 ROW = re.compile(r"^(uprobe|uretprobe)-nop +(none|jump) +\( 1 cpus\): +[0-9.]+ ± [0-9.]+M/s "

@@ -54,6 +54,7 @@ COUNTER_NOPIE = _path("NP_PROG_COUNTER_NOPIE", "tests/cli/counter_nopie")
 THREADS = _path("NP_PROG_THREADS", "tests/cli/threads")
 PLUGIN_HOST = _path("NP_PROG_PLUGIN_HOST", "tests/cli/plugin_host")
 SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
+SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 
@@ -1095,6 +1096,46 @@ def duration_with_a_started_program():
     R.eq(proc.returncode, 0, "-d 1: exits 0", proc.stderr.read())
     R.check("server: handled=3 sum=17\n" in rest, "-d 1: the program handled its later "
             "input too", "".join(rest))
+
+
+@case
+def agent_exit_work_not_counted():
+    # The agent's destructor runs on the program's exiting thread and takes
+    # its lock with pthread_mutex_trylock; the counter program calls no
+    # trylock of its own, so a count here would be the agent's (and whether
+    # its lock is free depends on the control thread's tick, which made the
+    # differential runs' counts vary from run to run).
+    p = np("count", "-j", "c:pthread_mutex_trylock", "work", "--", COUNTER, 5)
+    counts, _ = json_counts(p.stdout)
+    R.eq(counts, {"work": 5, "pthread_mutex_trylock": 0},
+         "the agent's exit work is not counted as the program's", describe(p))
+
+
+@case
+def signals_blocked_and_handled_by_the_program():
+    # Servers block every signal in their threads; runtimes set SIGTRAP's
+    # disposition and raise it. A breakpoint under either would be fatal
+    # (the kernel forces a blocked SIGTRAP to its default): the agent keeps
+    # SIGTRAP unblocked and the program's SIGTRAP handler behind the
+    # engine's, which hands it the traps that are not ours.
+    n = 1000
+    want = plain([SIGMASK, n])
+    for strategy in ("auto", "trap"):
+        p = np("count", "-j", "--strategy", strategy, "work", "--", SIGMASK, n)
+        counts, other = json_counts(p.stdout)
+        R.eq(p.returncode, 0, f"{strategy}: the program exits 0", describe(p))
+        R.eq(other, want.splitlines(), f"{strategy}: its output is a plain run's "
+             "(its mask reads back as it set it; its SIGTRAP handler saw its own traps)",
+             describe(p))
+        R.eq(counts, {"work": 2 * n + 3}, f"{strategy}: every call counted, blocked "
+             "threads and a handler with a full sa_mask included", describe(p))
+    # the agent's symbols: its entry point and the calls it interposes
+    rows = [l.split() for l in subprocess.run(["nm", "-D", "--defined-only", AGENT],
+                                              capture_output=True, text=True).stdout.splitlines()]
+    names = sorted(r[2].split("@")[0] for r in rows if len(r) == 3 and r[1] != "A")
+    R.eq(names, sorted(["__sysv_signal", "bsd_signal", "nanoprobe_agent_start", "pthread_sigmask",
+                 "sigaction", "signal", "sigprocmask", "sigsuspend", "sysv_signal"]),
+         "the agent exports its entry point and the interposed signal calls only", rows)
 
 
 @case

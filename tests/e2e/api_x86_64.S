@@ -53,6 +53,44 @@ FUNC(api_after_tiny)
 	ret
 ENDF(api_after_tiny)
 
+	.p2align 4
+/* uint64_t api_pun(void): the address its callee returns to (api_pun + 9),
+ * read by the callee itself. The call starts 4 bytes in: a jump at the
+ * entry can end on its first byte (plan.c, np_plan_pun). */
+FUNC(api_pun)
+	push %rbp			/* +0  55 */
+	mov %rsp, %rbp			/* +1  48 89 e5 */
+	call api_retaddr		/* +4  e8 rel32 */
+	pop %rbp			/* +9  5d */
+	ret				/* +10 c3 */
+ENDF(api_pun)
+
+	.p2align 4
+/* The same with the call 3 bytes in: two bytes of it under the jump. */
+FUNC(api_pun2)
+	push %r12			/* +0  41 54 */
+	push %rbp			/* +2  55 */
+	call api_retaddr		/* +3  e8 rel32 */
+	pop %rbp			/* +8  5d */
+	pop %r12			/* +9  41 5c */
+	ret				/* +11 c3 */
+ENDF(api_pun2)
+
+	.p2align 4
+FUNC(api_retaddr)
+	mov (%rsp), %rax		/* where this call returns */
+	ret
+ENDF(api_retaddr)
+
+	.p2align 4
+/* uint64_t api_nop5(uint64_t x): 3x. Its jump displaces one instruction,
+ * the 5-byte nop, so no thread can be stopped inside what it replaces. */
+FUNC(api_nop5)
+	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00 /* +0 nopl 0x0(%rax,%rax,1) */
+	lea (%rdi,%rdi,2), %rax		/* +5  48 8d 04 7f */
+	ret				/* +9  c3 */
+ENDF(api_nop5)
+
 	NOTE_GNU_STACK
 
 	.text

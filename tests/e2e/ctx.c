@@ -38,9 +38,18 @@ E2E_NOIPA uint64_t triple(uint64_t x)
 	return 3 * x;
 }
 
-static const enum np_strategy strategies[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
-#define for_each_strategy(s) \
-	for (const enum np_strategy *s = strategies; s < strategies + 2; s++)
+/* Each strategy, with the trampoline that saves everything and with the
+ * lean one (NP_PROBE_ARGS_ONLY: the caller-saved registers only). */
+static const struct mode {
+	enum np_strategy strategy;
+	unsigned flags;
+} modes[] = {
+	{NP_STRATEGY_AUTO, 0},
+	{NP_STRATEGY_TRAP, 0},
+	{NP_STRATEGY_AUTO, NP_PROBE_ARGS_ONLY},
+	{NP_STRATEGY_AUTO, NP_PROBE_ARGS_ONLY | NP_PROBE_NO_FPU},
+};
+#define for_each_strategy(s) for (const struct mode *s = modes; s < modes + 4; s++)
 
 struct seen {
 	unsigned hits;
@@ -49,10 +58,12 @@ struct seen {
 };
 
 static struct np_probe *attach(void *fn, np_handler_fn entry, np_handler_fn ret, void *data,
-			       enum np_strategy s)
+			       const struct mode *m)
 {
+	enum np_strategy s = m->strategy;
 	struct np_probe_opts o = e2e_opts(entry, data, s);
 	o.on_return = ret;
+	o.flags = m->flags;
 	struct np_probe *p = np_probe_attach(fn, &o);
 	if (!p)
 		fprintf(stderr, "# attach %s: %s; log: %s\n", np_strategy_name(s), strerror(errno),
@@ -103,7 +114,7 @@ TEST(ten_arguments_in_registers_and_on_the_stack_are_read_at_the_entry)
 	e2e_log_capture();
 	for_each_strategy(s) {
 		struct seen w = {0};
-		struct np_probe *p = attach((void *)sum10, read_args, NULL, &w, *s);
+		struct np_probe *p = attach((void *)sum10, read_args, NULL, &w, s);
 		CHECK(p);
 		uint64_t r = sum10(11, 12, 13, 14, 15, 16, 17, 18, 19, 20);
 		CHECK_EQ(r, 11 + 24 + 39 + 56 + 75 + 96 + 119 + 144 + 171 + 200);
@@ -128,7 +139,7 @@ TEST(an_argument_register_changed_at_the_entry_is_what_the_function_sees)
 	CHECK(np_reg_lookup(ARG0_REG) >= 0);
 	for_each_strategy(s) {
 		unsigned hits = 0;
-		struct np_probe *p = attach((void *)triple, set_arg0, NULL, &hits, *s);
+		struct np_probe *p = attach((void *)triple, set_arg0, NULL, &hits, s);
 		CHECK(p);
 		CHECK_EQ(triple(5), 21);
 		CHECK_EQ(hits, 1);
@@ -148,7 +159,7 @@ TEST(override_return_skips_the_body_and_the_caller_gets_the_value)
 {
 	for_each_strategy(s) {
 		unsigned hits = 0;
-		struct np_probe *p = attach((void *)triple, skip_call, NULL, &hits, *s);
+		struct np_probe *p = attach((void *)triple, skip_call, NULL, &hits, s);
 		CHECK(p);
 		unsigned before = body_runs;
 		for (int i = 0; i < 3; i++)
@@ -175,7 +186,7 @@ TEST(the_return_value_is_read_and_changed_at_the_return)
 {
 	for_each_strategy(s) {
 		struct seen w = {0};
-		struct np_probe *p = attach((void *)triple, NULL, bump_retval, &w, *s);
+		struct np_probe *p = attach((void *)triple, NULL, bump_retval, &w, s);
 		CHECK(p);
 		CHECK_EQ(triple(10), 31);
 		CHECK_EQ(w.hits, 1);

@@ -11,7 +11,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +440,281 @@ TEST(threads_exiting_inside_probed_functions_leave_other_threads_correct)
 		CHECK_EQ(e2e_detach_free(pe), 0);
 	if (pr)
 		CHECK_EQ(e2e_detach_free(pr), 0);
+}
+
+/* ---- arguments on the stack -------------------------------------------------
+ * The function is entered with the stack it would have had: its stack
+ * arguments where the caller put them, read by the function and by the
+ * entry handler, and its frame at the same address probed or not. */
+
+static uint64_t (*volatile stk_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+				  uint64_t, uint64_t, uint64_t, uint64_t);
+static E2E_NOIPA uint64_t stk(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
+			      uint64_t f, uint64_t g, uint64_t h, uint64_t i, uint64_t j)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h + 9 * i + 10 * j;
+}
+static uint64_t (*volatile stk_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+				  uint64_t, uint64_t, uint64_t, uint64_t) = stk;
+
+static uintptr_t (*volatile stk_where_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+					 uint64_t, uint64_t, uint64_t);
+static E2E_NOIPA uintptr_t stk_where(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
+				     uint64_t f, uint64_t g, uint64_t h)
+{
+	(void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h;
+	/* its frame: where its stack arguments are, above it */
+	return (uintptr_t)__builtin_frame_address(0);
+}
+static uintptr_t (*volatile stk_where_p)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+					 uint64_t, uint64_t, uint64_t) = stk_where;
+
+static uint64_t stk_expect(uint64_t k)
+{
+	uint64_t sum = 0;
+	for (uint64_t n = 1; n <= 10; n++)
+		sum += n * (k + n);
+	return sum;
+}
+
+static void stk_entry(struct np_ctx *ctx, void *data)
+{
+	struct rcheck *c = data;
+	uint64_t k = np_ctx_arg(ctx, 0) - 1;
+
+	__atomic_fetch_add(&c->entries, 1, __ATOMIC_RELAXED);
+	for (unsigned n = 0; n < 10; n++)
+		if (np_ctx_arg(ctx, n) != k + n + 1)
+			__atomic_fetch_add(&c->bad, 1, __ATOMIC_RELAXED);
+	uint64_t *word = np_ctx_call_data(ctx);
+	if (word)
+		*word = stk_expect(k);
+}
+
+static void stk_return(struct np_ctx *ctx, void *data)
+{
+	struct rcheck *c = data;
+	uint64_t *word = np_ctx_call_data(ctx);
+
+	__atomic_fetch_add(&c->returns, 1, __ATOMIC_RELAXED);
+	if (!word || np_ctx_retval(ctx) != *word)
+		__atomic_fetch_add(&c->bad, 1, __ATOMIC_RELAXED);
+}
+
+static uintptr_t where_now(void)
+{
+	return stk_where_p(1, 2, 3, 4, 5, 6, 7, 8);
+}
+
+TEST(return_probe_on_a_function_with_stack_arguments_keeps_its_stack_as_it_was)
+{
+	e2e_log_capture();
+	uintptr_t unprobed = where_now();
+	for_each_strategy(s) {
+		struct rcheck c, cw;
+		struct np_probe *p = attach((void *)stk, stk_entry, stk_return, &c, *s);
+		struct np_probe *pw = attach((void *)stk_where, NULL, count_return, &cw, *s);
+
+		CHECK(p && pw);
+		for (uint64_t k = 0; k < 1000; k++)
+			CHECK_EQ(stk_p(k + 1, k + 2, k + 3, k + 4, k + 5, k + 6, k + 7, k + 8, k + 9,
+				       k + 10),
+				 stk_expect(k));
+		CHECK_EQ(c.entries, 1000);
+		CHECK_EQ(c.returns, 1000);
+		CHECK_EQ(c.bad, 0);
+		CHECK_EQ(where_now(), unprobed);
+		CHECK_EQ(cw.returns, 1);
+		CHECK_EQ(cw.bad, 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		if (pw)
+			CHECK_EQ(e2e_detach_free(pw), 0);
+	}
+}
+
+/* ---- signal handlers calling probed functions inside an armed call ------------
+ * The thread is inside a call whose return is armed when a signal arrives;
+ * the handler calls probed functions (the same one, and another) whose
+ * returns are armed and taken first. On the thread's stack and on an
+ * alternate signal stack (frames at unrelated addresses). */
+
+static uint64_t (*volatile sig_outer_p)(uint64_t);
+static uint64_t (*volatile sig_inner_p)(uint64_t);
+static volatile sig_atomic_t sig_inner_ok;
+
+static E2E_NOIPA uint64_t sig_inner(uint64_t x)
+{
+	return x * 5;
+}
+
+static void on_sigusr2(int sig)
+{
+	(void)sig;
+	/* the same function again (its own frame above the interrupted one),
+	 * then another probed one */
+	sig_inner_ok = sig_outer_p(100) == 100 * 7 + 1 && sig_inner_p(3) == 15;
+}
+
+static E2E_NOIPA uint64_t sig_outer(uint64_t x)
+{
+	if (x < 100)
+		raise(SIGUSR2); /* delivered before raise returns */
+	return x * 7 + 1;
+}
+static uint64_t (*volatile sig_outer_p)(uint64_t) = sig_outer;
+static uint64_t (*volatile sig_inner_p)(uint64_t) = sig_inner;
+
+struct sigret {
+	uint64_t seq[8]; /* return values in the order they came */
+	unsigned n;
+};
+
+static void sig_return(struct np_ctx *ctx, void *data)
+{
+	struct sigret *r = data;
+	if (r->n < 8)
+		r->seq[r->n] = np_ctx_retval(ctx);
+	r->n++;
+}
+
+static void sigret_run(enum np_strategy s, bool altstack)
+{
+	struct sigret r = {0};
+	struct np_probe_opts o = e2e_opts(NULL, &r, s);
+	struct sigaction sa = {.sa_handler = on_sigusr2, .sa_flags = altstack ? SA_ONSTACK : 0},
+			 old;
+	stack_t ss = {.ss_size = 1 << 16}, old_ss;
+
+	o.on_return = sig_return;
+	ss.ss_sp = malloc(ss.ss_size);
+	if (altstack)
+		CHECK_EQ(sigaltstack(&ss, &old_ss), 0);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, &old);
+	struct np_probe *po = np_probe_attach((void *)sig_outer, &o);
+	struct np_probe *pi = np_probe_attach((void *)sig_inner, &o);
+	CHECK(po && pi);
+	for (int i = 0; i < 100; i++) {
+		r.n = 0;
+		sig_inner_ok = 0;
+		CHECK_EQ(sig_outer_p((uint64_t)i), (uint64_t)i * 7 + 1);
+		CHECK(sig_inner_ok);
+		/* the handler's calls return first, then the interrupted one */
+		CHECK_EQ(r.n, 3);
+		CHECK_EQ(r.seq[0], 701);
+		CHECK_EQ(r.seq[1], 15);
+		CHECK_EQ(r.seq[2], (uint64_t)i * 7 + 1);
+	}
+	if (po) {
+		CHECK_EQ(np_probe_missed(po), 0);
+		CHECK_EQ(e2e_detach_free(po), 0);
+	}
+	if (pi)
+		CHECK_EQ(e2e_detach_free(pi), 0);
+	sigaction(SIGUSR2, &old, NULL);
+	if (altstack) {
+		ss.ss_flags = SS_DISABLE;
+		CHECK_EQ(sigaltstack(&ss, NULL), 0);
+	}
+	free(ss.ss_sp);
+}
+
+TEST(return_probes_in_a_signal_handler_that_interrupts_an_armed_call)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		sigret_run(*s, false);
+		sigret_run(*s, true);
+	}
+}
+
+/* ---- detach, or a new probe, while calls are armed -------------------------------
+ * A thread waits inside a probed call while the probe is removed (then put
+ * back: the site is reused with a new generation): the call returns to its
+ * caller with its value, and the removed probe's handler does not run. */
+
+static volatile int held_go, held_in;
+static E2E_NOIPA uint64_t held(uint64_t x)
+{
+	__atomic_store_n(&held_in, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&held_go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	return x + 40;
+}
+static uint64_t (*volatile held_p)(uint64_t) = held;
+
+static void *held_thread(void *arg)
+{
+	return (void *)(uintptr_t)held_p((uint64_t)(uintptr_t)arg);
+}
+
+TEST(detach_and_reattach_while_a_call_is_armed_returns_it_to_its_caller)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		for (int reattach = 0; reattach < 2; reattach++) {
+			struct rcheck c, c2;
+			struct np_probe *p = attach((void *)held, NULL, count_return, &c, *s);
+			struct np_probe *p2 = NULL;
+			pthread_t t;
+			void *ret = NULL;
+
+			CHECK(p);
+			held_go = held_in = 0;
+			CHECK_EQ(pthread_create(&t, NULL, held_thread, (void *)2), 0);
+			while (!__atomic_load_n(&held_in, __ATOMIC_ACQUIRE))
+				sched_yield();
+			if (p)
+				CHECK_EQ(e2e_detach_free(p), 0);
+			if (reattach) /* the same address, a new life of the site */
+				p2 = attach((void *)held, NULL, count_return, &c2, *s);
+			__atomic_store_n(&held_go, 1, __ATOMIC_RELEASE);
+			pthread_join(t, &ret);
+			CHECK(ret == (void *)42);
+			CHECK_EQ(c.returns, 0);
+			if (p2) {
+				CHECK_EQ(c2.returns, 0); /* its entry was never seen */
+				CHECK_EQ(held_p(1), 41);
+				CHECK_EQ(c2.returns, 1);
+				CHECK_EQ(e2e_detach_free(p2), 0);
+			}
+		}
+	}
+}
+
+/* A second probe at the site while a call is armed rebuilds the trampoline:
+ * the call returns through the old one, whose handler set is older than
+ * the site's, and still reaches its caller with its value. */
+TEST(a_probe_added_while_a_call_is_armed_leaves_that_call_correct)
+{
+	e2e_log_capture();
+	for_each_strategy(s) {
+		struct rcheck c, c2;
+		struct np_probe *p = attach((void *)held, NULL, count_return, &c, *s);
+		pthread_t t;
+		void *ret = NULL;
+
+		CHECK(p);
+		held_go = held_in = 0;
+		CHECK_EQ(pthread_create(&t, NULL, held_thread, (void *)2), 0);
+		while (!__atomic_load_n(&held_in, __ATOMIC_ACQUIRE))
+			sched_yield();
+		struct np_probe *p2 = attach((void *)held, NULL, count_return, &c2, *s);
+		CHECK(p2);
+		__atomic_store_n(&held_go, 1, __ATOMIC_RELEASE);
+		pthread_join(t, &ret);
+		CHECK(ret == (void *)42);
+		CHECK_EQ(c.returns, 1);
+		CHECK_EQ(c.bad + c2.bad, 0);
+		CHECK_EQ(held_p(1), 41);
+		CHECK_EQ(c.returns, 2);
+		CHECK(c2.returns >= 1); /* the armed call may or may not run it */
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+		if (p2)
+			CHECK_EQ(e2e_detach_free(p2), 0);
+	}
 }
 
 /* ---- several threads, each with its own shadow stack ------------------------ */

@@ -157,4 +157,109 @@ TEST(signals_into_trampolines_and_handlers_lose_no_call)
 	sigaction(SIGUSR1, &old, NULL);
 }
 
+/* ---- fork inside a call whose return is armed ----------------------------
+ * Both processes return from the probed call through their own copy of
+ * the thread's shadow stack, to the right caller, running the return
+ * handler on their own copy of its data. */
+
+static uint64_t forker_returns;
+static pid_t forker_child;
+
+static E2E_NOIPA uint64_t forker(uint64_t x)
+{
+	forker_child = fork();
+	return x + 1;
+}
+static uint64_t (*volatile forker_p)(uint64_t) = forker;
+
+static void count_forker_return(struct np_ctx *ctx, void *data)
+{
+	if (np_ctx_retval(ctx) == 8)
+		forker_returns++;
+}
+
+TEST(fork_inside_an_armed_call_returns_in_parent_and_child)
+{
+	e2e_log_capture();
+	for (unsigned k = 0; k < 2; k++) {
+		struct np_probe_opts o = e2e_opts(NULL, NULL, strategies[k]);
+		o.on_return = count_forker_return;
+		struct np_probe *p = np_probe_attach((void *)forker, &o);
+		CHECK(p);
+		if (!p)
+			continue;
+		forker_returns = 0;
+		uint64_t v = forker_p(7);
+		if (forker_child == 0)
+			_exit(v == 8 && forker_returns == 1 && forker_p(7) == 8 ? 0 : 1);
+		int st = -1;
+		CHECK_EQ(waitpid(forker_child, &st, 0), forker_child);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK_EQ(v, 8);
+		CHECK_EQ(forker_returns, 1);
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
+/* ---- signals into armed calls and their return paths ---------------------- */
+
+static uint64_t ret_handler_calls, ret_wrong; /* atomic */
+
+static void check_storm_return(struct np_ctx *ctx, void *data)
+{
+	(void)data;
+	__atomic_fetch_add(&ret_handler_calls, 1, __ATOMIC_RELAXED);
+	uint64_t *x = np_ctx_call_data(ctx);
+	if (!x || np_ctx_retval(ctx) != *x * 3 + 1)
+		__atomic_fetch_add(&ret_wrong, 1, __ATOMIC_RELAXED);
+}
+
+static void save_storm_arg(struct np_ctx *ctx, void *data)
+{
+	e2e_count(ctx, data);
+	uint64_t *x = np_ctx_call_data(ctx);
+	if (x)
+		*x = np_ctx_arg(ctx, 0);
+}
+
+TEST(signals_into_armed_calls_lose_no_return)
+{
+	struct sigaction sa = {.sa_handler = on_usr1}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, &old);
+	e2e_log_capture();
+	for (unsigned k = 0; k < 2; k++) {
+		struct e2e_counter c = {0};
+		struct np_probe_opts o = e2e_opts(save_storm_arg, &c, strategies[k]);
+		o.on_return = check_storm_return;
+		struct np_probe *p = np_probe_attach((void *)storm_fn, &o);
+		pthread_t t;
+		CHECK(p);
+		if (!p)
+			continue;
+		stop_worker = 0;
+		worker_calls = signal_calls = wrong = ret_handler_calls = ret_wrong = 0;
+		CHECK_EQ(pthread_create(&t, NULL, storm_worker, NULL), 0);
+		for (int i = 0; i < 5000; i++) {
+			pthread_kill(t, SIGUSR1);
+			if (i % 64 == 0)
+				usleep(100);
+		}
+		usleep(10000);
+		stop_worker = 1;
+		pthread_join(t, NULL);
+		uint64_t calls = worker_calls + signal_calls;
+		CHECK_EQ(wrong, 0);
+		CHECK_EQ(ret_wrong, 0);
+		CHECK_EQ(np_probe_hits(p) + np_probe_missed(p), calls);
+		/* every call whose entry ran returned through its handler */
+		CHECK_EQ(ret_handler_calls, np_probe_hits(p));
+		printf("# %s: %llu calls, %llu in signal handlers, %llu missed\n",
+		       np_strategy_name(strategies[k]), (unsigned long long)calls,
+		       (unsigned long long)signal_calls, (unsigned long long)np_probe_missed(p));
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+	sigaction(SIGUSR1, &old, NULL);
+}
+
 TEST_MAIN()

@@ -212,6 +212,71 @@ static void cycle(unsigned long i, struct stats *st)
 			fprintf(stderr, "# bytes at %p differ after detach\n", (void *)s[k]->fn);
 }
 
+/* A batch cycle: a different subset of the sites each time, attached in
+ * one np_probe_attach_many (sites inside another's displaced bytes join
+ * its region in the middle of the batch), removed in one
+ * np_probe_detach_many, in an order of their own. */
+static void batch_cycle(unsigned long i, struct stats *st)
+{
+	struct e2e_counter c[NSITES];
+	struct np_probe_opts o[NSITES];
+	const struct np_probe_opts *op[NSITES];
+	void *addrs[NSITES];
+	struct np_probe *p[NSITES], *rev[NSITES];
+	struct site *s[NSITES];
+	int errs[NSITES], n = 0;
+	uint64_t bits = (i + 1) * 0x9e3779b97f4a7c15ull;
+
+	bits ^= bits >> 29;
+	for (size_t k = 0; k < NSITES; k++)
+		if ((bits >> k) & 1)
+			s[n++] = &sites[k];
+	memset(c, 0, sizeof c);
+	for (int k = 0; k < n; k++) {
+		o[k] = e2e_opts(e2e_count, &c[k], NP_STRATEGY_AUTO);
+		op[k] = &o[k];
+		addrs[k] = s[k]->fn + s[k]->off;
+		c[k].addr = (uintptr_t)addrs[k];
+	}
+	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = (size_t)n, .addrs = addrs,
+							  .opts = op, .probes = p, .errs = errs);
+	int placed = np_probe_attach_many(&mo);
+	CHECK(placed >= 0);
+	for (int k = 0; k < n; k++) {
+		if (p[k]) {
+			st->attaches++;
+			if (np_probe_strategy(p[k]) == NP_STRATEGY_JUMP)
+				st->jump++;
+			else
+				st->trap++;
+		} else if (errs[k] == EAGAIN) {
+			st->eagain++;
+		} else if (!st->failures++) {
+			fprintf(stderr, "# batch attach %p: %s; log: %s\n", addrs[k],
+				strerror(errs[k]), e2e_log_state.last);
+		}
+		CHECK_EQ(!p[k], errs[k] != 0);
+	}
+	wait_for_hits(c, n);
+	for (int k = 0; k < n; k++)
+		rev[k] = p[i & 1 ? n - 1 - k : k];
+	if (np_probe_detach_many(rev, (size_t)n) != 0)
+		st->failures++;
+	for (int k = 0; k < n; k++) {
+		if (!p[k])
+			continue;
+		uint64_t hits = np_probe_hits(p[k]);
+		if ((hits != c[k].hits || c[k].bad_pc) && !st->miscounts++)
+			fprintf(stderr, "# batch %p: np_probe_hits %" PRIu64 ", handler %" PRIu64 "\n",
+				addrs[k], hits, c[k].hits);
+		st->hits += hits;
+		np_probe_free(p[k]);
+	}
+	for (int k = 0; k < n; k++)
+		if (!bytes_restored(s[k]) && !st->corrupted++)
+			fprintf(stderr, "# bytes at %p differ after a batch detach\n", (void *)s[k]->fn);
+}
+
 TEST(asm_targets_have_the_expected_layout)
 {
 #if defined(__x86_64__)
@@ -297,6 +362,44 @@ TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 	CHECK_EQ(st.miscounts, 0);
 	CHECK_EQ(st.corrupted, 0);
 	CHECK(st.attaches >= (st.attaches + st.eagain) / 2); /* EAGAIN stays rare */
+	CHECK(st.hits > 0);
+	for (size_t k = 0; k < NSITES; k++)
+		CHECK(bytes_restored(&sites[k]));
+}
+
+TEST(attach_detach_storm_in_batches_keeps_results_right_and_counts_exact)
+{
+	const char *env = getenv("NP_TORTURE_BATCHES");
+	unsigned long cycles = env ? strtoul(env, NULL, 0) : 1000;
+	int nworkers = 2 * e2e_ncpus();
+	pthread_t w[64];
+	struct stats st = {0};
+	double start = now(), deadline = start + 30.0;
+	unsigned long i;
+
+	nworkers = nworkers < 2 ? 2 : nworkers > 64 ? 64 : nworkers;
+	sites[NSITES - 1].fn = (uint8_t *)(uintptr_t)t_mix;
+	for (size_t k = 0; k < NSITES; k++)
+		memcpy(pristine[k], sites[k].fn, FUNC_BYTES);
+	e2e_log_capture();
+	stop = 0;
+	wrong_results = calls = 0;
+	for (int k = 0; k < nworkers; k++)
+		CHECK_EQ(pthread_create(&w[k], NULL, worker, (void *)(uintptr_t)(k + 1)), 0);
+	for (i = 0; i < cycles && now() < deadline; i++)
+		batch_cycle(i, &st);
+	stop = 1;
+	for (int k = 0; k < nworkers; k++)
+		pthread_join(w[k], NULL);
+	printf("# %d workers, %lu batches in %.1fs: %lu attached (%lu JUMP, %lu TRAP), "
+	       "%lu EAGAIN, %" PRIu64 " hits, %" PRIu64 " checked calls\n",
+	       nworkers, i, now() - start, st.attaches, st.jump, st.trap, st.eagain, st.hits,
+	       calls);
+	CHECK_EQ(wrong_results, 0);
+	CHECK_EQ(st.failures, 0);
+	CHECK_EQ(st.miscounts, 0);
+	CHECK_EQ(st.corrupted, 0);
+	CHECK(st.attaches >= (st.attaches + st.eagain) / 2);
 	CHECK(st.hits > 0);
 	for (size_t k = 0; k < NSITES; k++)
 		CHECK(bytes_restored(&sites[k]));

@@ -8,10 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum bench_backend { BK_NONE, BK_KERNEL, BK_TRAP, BK_JUMP, BK_COUNT };
+/* BK_WATCH: nanoprobe watchpoints (bench_watch.c); the other parts skip it */
+enum bench_backend { BK_NONE, BK_KERNEL, BK_TRAP, BK_JUMP, BK_WATCH, BK_COUNT };
 extern const char *const bench_backend_names[BK_COUNT];
 
-enum bench_kind { ROW_HITS, ROW_ATTACH, ROW_PROGRAM };
+enum bench_kind { ROW_HITS, ROW_ATTACH, ROW_PROGRAM, ROW_USECS };
 
 struct bench_row {
 	enum bench_kind kind;
@@ -31,6 +32,11 @@ struct bench_row {
 	/* ROW_PROGRAM */
 	const char *metric;      /* "seconds" (lower is better) or "rps" */
 	double value, overhead_pct;
+	/* ROW_USECS (watchpoints): microseconds per operation, lower is better;
+	 * vs_kernel is then the kernel's time over this one */
+	double usecs_per_op;
+	uint64_t ops;
+	unsigned threads, breakpoints;
 };
 
 struct bench_opts {
@@ -51,4 +57,5 @@ void bench_emit(const struct bench_opts *o, const struct bench_row *r);
 int bench_hits(const struct bench_opts *o);
 int bench_attach(const struct bench_opts *o);
 int bench_programs(const struct bench_opts *o);
+int bench_watch(const struct bench_opts *o);
 #endif

@@ -4,7 +4,8 @@
  * each of the first 1,000 (then 10,000) functions of a generated set linked
  * into this executable (gen-bench-funcs.py), call each function once, then
  * remove every probe; time the attaching and the removing, for nanoprobe
- * (AUTO) and for the kernel's uprobes (one perf event + BPF program each).
+ * (AUTO, all in one np_probe_attach_many) and for the kernel's uprobes (one
+ * uprobe_multi link).
  * The one call per function checks that every probe was really in place:
  * hits must equal the number of functions.
  */
@@ -43,31 +44,45 @@ static void call_all(unsigned n)
 		np_bench_funcs[i]((long)i);
 }
 
+/* All n in one np_probe_attach_many call, removed with one
+ * np_probe_detach_many: the engine's counterpart of uprobe_multi. */
 static void engine_row(unsigned n, struct bench_row *r)
 {
 	struct np_probe **p = calloc(n, sizeof(*p));
+	void **addrs = calloc(n, sizeof(*addrs));
+	const struct np_probe_opts **opts = calloc(n, sizeof(*opts));
+	int *errs = calloc(n, sizeof(*errs));
 	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = count_hit,
 					       .flags = NP_PROBE_ARGS_ONLY | NP_PROBE_NO_FPU);
-	unsigned placed = 0;
-	if (!p) {
+	if (!p || !addrs || !opts || !errs) {
 		snprintf(r->skipped, sizeof(r->skipped), "out of memory");
-		return;
+		goto out;
 	}
+	for (unsigned i = 0; i < n; i++)
+		addrs[i] = (void *)np_bench_funcs[i], opts[i] = &o;
+	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = n, .addrs = addrs, .opts = opts,
+							  .probes = p, .errs = errs);
 	double t0 = now_ms();
-	while (placed < n && (p[placed] = np_probe_attach((void *)np_bench_funcs[placed], &o)))
-		placed++;
+	int placed = np_probe_attach_many(&mo);
 	double t1 = now_ms();
-	if (placed < n)
-		snprintf(r->skipped, sizeof(r->skipped), "probe %u of %u refused: %s", placed + 1, n,
-			 strerror(errno));
+	for (unsigned i = 0; placed >= 0 && (unsigned)placed < n && i < n; i++)
+		if (!p[i]) {
+			snprintf(r->skipped, sizeof(r->skipped), "probe %u of %u refused: %s", i + 1,
+				 n, strerror(errs[i]));
+			break;
+		}
+	if (placed < 0)
+		snprintf(r->skipped, sizeof(r->skipped), "attach: %s", strerror(errno));
 	uint64_t before = bench_tls_hits;
 	call_all(n);
 	r->hits = bench_tls_hits - before;
 	double t2 = now_ms();
-	for (unsigned i = 0; i < placed; i++)
-		np_probe_free(p[i]);
+	np_probe_detach_many(p, n);
 	r->attach_ms = t1 - t0, r->detach_ms = now_ms() - t2;
-	free(p);
+	for (unsigned i = 0; i < n; i++)
+		np_probe_free(p[i]);
+out:
+	free(p), free(addrs), free(opts), free(errs);
 }
 
 /* One uprobe_multi link for all n: one perf event per probe would cost a
@@ -104,7 +119,7 @@ static void attach_rows(const struct bench_opts *o, unsigned n, struct kcount *k
 {
 	double kernel_rate = 0;
 	for (int b = BK_KERNEL; b < BK_COUNT; b++) {
-		if (!o->backend[b] || b == BK_TRAP)
+		if (!o->backend[b] || b == BK_TRAP || b == BK_WATCH)
 			continue;
 		struct bench_row r = {.kind = ROW_ATTACH, .backend = b, .cpus = 1, .probes = n,
 				      .calls = n};

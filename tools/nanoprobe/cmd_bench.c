@@ -21,7 +21,7 @@
 #include "commands.h"
 #include "quote.h"
 
-const char *const bench_backend_names[BK_COUNT] = {"none", "kernel", "trap", "jump"};
+const char *const bench_backend_names[BK_COUNT] = {"none", "kernel", "trap", "jump", "watch"};
 
 static bool json_first = true;
 
@@ -73,6 +73,15 @@ static void emit_json(const struct bench_row *r)
 			printf(",\"overhead_pct\":%.2f,\"hits\":%llu", r->overhead_pct,
 			       (unsigned long long)r->hits);
 		break;
+	case ROW_USECS:
+		printf(",\"usecs_per_op\":%.5f,\"ops\":%llu,\"threads\":%u", r->usecs_per_op,
+		       (unsigned long long)r->ops, r->threads);
+		if (!strncmp(r->bench, "bp-", 3))
+			printf(",\"breakpoints\":%u,\"parallel\":%u", r->breakpoints, r->cpus);
+		else if (r->backend == BK_WATCH ||
+			 (r->backend == BK_KERNEL && !strcmp(r->bench, "watch-store")))
+			printf(",\"hits\":%llu", (unsigned long long)r->hits);
+		break;
 	}
 	printf("}");
 }
@@ -93,6 +102,10 @@ static void emit_text(const struct bench_row *r)
 	case ROW_ATTACH:
 		printf("%u probes: attach %.1f ms, detach %.1f ms (%.0f probes/s)", r->probes,
 		       r->attach_ms, r->detach_ms, r->probes_per_sec);
+		break;
+	case ROW_USECS:
+		printf("%10.*f usecs/op (%llu ops)", r->usecs_per_op < 0.1 ? 5 : 3, r->usecs_per_op,
+		       (unsigned long long)r->ops);
 		break;
 	case ROW_PROGRAM:
 		if (!strcmp(r->metric, "rps"))
@@ -126,7 +139,7 @@ static int parse_backends(char *list, struct bench_opts *o)
 			b++;
 		if (b == BK_COUNT) {
 			fprintf(stderr, "nanoprobe bench: --backend is a list of none, kernel, trap, "
-					"jump; not '%s'\n", name);
+					"jump, watch; not '%s'\n", name);
 			return -1;
 		}
 		o->backend[b] = true;
@@ -192,7 +205,7 @@ int cmd_bench(int argc, char **argv)
 		self[n] = 0;
 		o.self = self;
 	}
-	int rc = bench_hits(&o) | bench_attach(&o) | bench_programs(&o);
+	int rc = bench_hits(&o) | bench_attach(&o) | bench_programs(&o) | bench_watch(&o);
 	if (o.json)
 		printf("\n]\n");
 	return rc;

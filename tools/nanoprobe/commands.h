@@ -9,4 +9,5 @@ int cmd_latency(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 #endif

@@ -117,6 +117,7 @@ static bool decode(const struct consumer *c, const unsigned char *buf,
 	ev->func = rec.func;
 	ev->entry_ts = rec.entry_ts;
 	ev->fault_mask = rec.fault_mask;
+	ev->flags = rec.reserved;
 	return decode_args(ev->probe, buf, ref->len, ev);
 }
 

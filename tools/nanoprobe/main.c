@@ -24,6 +24,10 @@ static const struct verb verbs[] = {
 	{"latency", cmd_latency,
 	 "latency [-p PID] [-u|-m] [-d SECONDS] [-j] FUNC [-- CMD ARGS...]\n"
 	 "      entry-to-return time per call, as a power-of-two histogram"},
+	{"watch", cmd_watch,
+	 "watch [-p PID] [-j] [-o FILE] [-d SECONDS] SPEC... [-- CMD ARGS...]\n"
+	 "      every access to a variable (hardware watchpoints): who, where, old and new value\n"
+	 "      SPEC: [PATH:]SYMBOL[+OFFS][:LEN][:w|rw|x] | 0xADDR[:LEN][:w|rw|x]"},
 	{"list", cmd_list,
 	 "list [-j] PATH [FUNC]\n"
 	 "      the functions of a binary; with FUNC, each instruction and the probe it would get"},
@@ -32,8 +36,8 @@ static const struct verb verbs[] = {
 	 "      every function entry and instruction: the probe strategy it would get, and a summary"},
 #ifdef NP_HAVE_BENCH /* x86-64 only so far (tools/nanoprobe/meson.build) */
 	{"bench", cmd_bench,
-	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump] [PATTERN]\n"
-	 "      per-hit cost against the kernel's uprobes, attach cost, real programs"},
+	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump,watch] [PATTERN]\n"
+	 "      per-hit cost against the kernel's uprobes, attach cost, real programs, watchpoints"},
 #endif
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
@@ -72,7 +76,7 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, list, analyze, bench)\n",
+	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, watch, list, analyze, bench)\n",
 		argv[1]);
 	return 2;
 }

@@ -216,7 +216,7 @@ static void banner(const struct session_opts *o, const struct probe_set *set, ch
 static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
 		    struct probe_set *set)
 {
-	struct session_ops ops = {v->on_event, v->on_interval, cookie};
+	struct session_ops ops = {v->on_event, v->on_interval, cookie, v->on_ready};
 	struct totals t;
 	int rc = session_run(o, set, &ops, &t);
 	if (rc)
@@ -248,7 +248,9 @@ int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 	struct spec *specs = NULL;
 	int first = session_parse_opts(argc, argv, &o, v->short_opts, v->long_opts, verb_option,
 				       &call);
-	int rc = first < 0 ? 2 : session_add_specs(&o, argv, first, v->action, &set, &specs);
+	int rc = first < 0	 ? 2
+		 : v->add_specs ? v->add_specs(&o, argv, first, &set, cookie)
+				: session_add_specs(&o, argv, first, v->action, &set, &specs);
 	if (!rc)
 		rc = open_output(&o);
 	if (!rc && v->prepare)

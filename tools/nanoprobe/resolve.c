@@ -23,7 +23,7 @@
 static struct np_symtab **tables;
 static size_t ntables;
 
-static int table_for(const char *path, const struct np_symtab **out, char *err, size_t errlen)
+int resolve_table(const char *path, const struct np_symtab **out, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < ntables; i++)
 		if (!strcmp(tables[i]->path, path)) {
@@ -52,7 +52,7 @@ static bool defines(const struct np_symtab *st, const char *glob)
 	return n > 0;
 }
 
-static struct rprobe *add_probe(struct probe_set *set)
+struct rprobe *resolve_add_probe(struct probe_set *set)
 {
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? set->cap * 2 : 16;
@@ -136,7 +136,7 @@ static int fill_probe(struct probe_set *set, const struct spec *s, const struct 
 		      const struct stat *file, const struct np_sym *fn, uint64_t vaddr,
 		      unsigned action, char *err, size_t errlen)
 {
-	struct rprobe *r = add_probe(set);
+	struct rprobe *r = resolve_add_probe(set);
 	if (!r)
 		return -ENOMEM;
 	r->spec = s;
@@ -248,7 +248,7 @@ static int from_needed(const char *lib, const struct spec *s, pid_t pid, char *p
 	for (int i = 0; i < n; i++) {
 		const struct np_symtab *st;
 		if (np_resolve_path(needed[i], pid, path, len, err, sizeof(err)) == 0 &&
-		    table_for(path, &st, err, sizeof(err)) == 0 && defines(st, s->symbol))
+		    resolve_table(path, &st, err, sizeof(err)) == 0 && defines(st, s->symbol))
 			return 0;
 	}
 	return -ENOENT;
@@ -275,14 +275,14 @@ int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const c
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	if ((rc = table_for(path, &st, err, errlen)))
+	if ((rc = resolve_table(path, &st, err, errlen)))
 		return rc;
 	char dep[NP_PATH_MAX];
 	struct stat dep_file;
 	const struct np_symtab *dep_st;
 	if (s->symbol[0] && st->dyn && strcmp(path, main_path) && !defines(st, s->symbol) &&
 	    from_needed(path, s, pid, dep, sizeof(dep)) == 0 && stat(dep, &dep_file) == 0 &&
-	    table_for(dep, &dep_st, err, errlen) == 0)
+	    resolve_table(dep, &dep_st, err, errlen) == 0)
 		return resolve_symbols(set, s, dep_st, &dep_file, action, err, errlen);
 	if (s->symbol[0])
 		return resolve_symbols(set, s, st, &file, action, err, errlen);

@@ -36,4 +36,9 @@ struct probe_set {
 int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const char *main_path,
 		 unsigned action, char *err, size_t errlen);
 void probe_set_free(struct probe_set *set);
+/* The symbol table of a file, loaded once for the command's life. */
+struct np_symtab;
+int resolve_table(const char *path, const struct np_symtab **out, char *err, size_t errlen);
+/* A new probe in the set, zeroed, its id given; NULL when out of memory. */
+struct rprobe *resolve_add_probe(struct probe_set *set);
 #endif

@@ -46,7 +46,10 @@ static void on_stop_signal(int sig)
 
 static void catch_stop_signals(void)
 {
-	struct sigaction sa = {.sa_handler = on_stop_signal};
+	/* SA_RESTART: a signal arriving in the middle of printing an event must
+	 * not cut the line (stdio drops what an interrupted write() left); the
+	 * loops see stop_requested within one poll interval anyway */
+	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -160,7 +163,9 @@ static void note_attached(struct control *c, const struct np_msg_attached *m)
 	r->addr = m->addr;
 	r->state = m->err ? -1 : 1;
 	snprintf(r->why, sizeof(r->why), "%.*s", (int)sizeof(m->why) - 1, m->why);
-	if (m->err)
+	if (m->err && !r->m.path[0]) /* a watch of an address, not of a module's symbol */
+		fprintf(stderr, "nanoprobe: cannot place %s:%s: %s\n", r->group, r->event, r->why);
+	else if (m->err)
 		fprintf(stderr, "nanoprobe: cannot place %s:%s at %s+0x%llx: %s\n", r->group,
 			r->event, r->m.path, (unsigned long long)r->m.vaddr, r->why);
 }
@@ -245,7 +250,7 @@ static int start_target(const struct session_opts *o, const char *sock, char *er
 }
 
 static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
-		     char *err, size_t errlen)
+		     const struct session_ops *ops, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < c->set->n; i++)
 		c->set->p[i].state = 0;
@@ -258,6 +263,8 @@ static int handshake(const struct session_opts *o, struct control *c, struct np_
 		snprintf(err, errlen, "no probe could be placed");
 		rc = -ENOENT;
 	}
+	if (!rc && ops->on_ready) /* a program we started has not run main yet */
+		ops->on_ready(ops->cookie);
 	/* A preloaded program waits in its constructor for this word. */
 	if (o->cmd)
 		send_simple(c->fd, rc ? NP_MSG_DETACH : NP_MSG_GO);
@@ -368,7 +375,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
 					     sizeof(err));
 		if (rc >= 0)
-			rc = handshake(o, &c, &h, err, sizeof(err));
+			rc = handshake(o, &c, &h, ops, err, sizeof(err));
 		if (rc && n == 0 && o->cmd)
 			launch_kill_child(); /* before its main: it never ran */
 		if (rc && (n == 0 || c.fd >= 0))

@@ -38,6 +38,7 @@ struct event {
 	unsigned cpu;
 	uint64_t ts, pc, func, entry_ts;
 	uint32_t fault_mask;
+	uint32_t flags; /* the record's reserved word: a watch hit's flags */
 	struct {
 		uint64_t num;
 		const char *str; /* NP_FT_STRING: not NUL-terminated */
@@ -59,6 +60,8 @@ struct session_ops {
 	void (*on_event)(const struct event *ev, void *cookie);
 	void (*on_interval)(const struct totals *t, void *cookie); /* -i */
 	void *cookie;
+	/* the agent has placed the probes; before a started program runs on */
+	void (*on_ready)(void *cookie);
 };
 
 /* Parse the options every session verb takes. Returns the index of the
@@ -101,11 +104,16 @@ struct verb {
 	const char *short_opts;  /* its own options, handled by option() */
 	const struct option *long_opts;
 	int (*option)(int opt, const char *arg, struct session_opts *o, void *cookie);
+	/* The verb's own specs (watch): argv[first..o->argend) into set, 0 or
+	 * a status, the error printed. NULL: probe specs (session_add_specs). */
+	int (*add_specs)(const struct session_opts *o, char **argv, int first,
+			 struct probe_set *set, void *cookie);
 	/* once the specs are resolved, before anything starts: 0 or a status */
 	int (*prepare)(struct session_opts *o, struct probe_set *set, void *cookie);
 	void (*on_event)(const struct event *ev, void *cookie);
 	void (*on_interval)(const struct totals *t, void *cookie);
 	void (*results)(const struct session_opts *o, const struct totals *t, void *cookie);
+	void (*on_ready)(void *cookie); /* see session_ops; may be NULL */
 	void (*cleanup)(void *cookie); /* always, last; may be NULL */
 };
 

@@ -11,8 +11,13 @@
 
 #include "symtab.h"
 
+struct found {
+	uint64_t vaddr, size;
+	int type;
+};
+
 static bool find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
-		    uint64_t *vaddr)
+		    struct found *out)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
 	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
@@ -23,14 +28,14 @@ static bool find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *nam
 			continue;
 		s = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (s && !strcmp(s, name)) {
-			*vaddr = sym.st_value;
+			*out = (struct found){sym.st_value, sym.st_size, GELF_ST_TYPE(sym.st_info)};
 			return true;
 		}
 	}
 	return false;
 }
 
-int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr)
+static int find_symbol(const struct np_symtab *st, const char *name, struct found *out)
 {
 	int fd = open(st->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -41,12 +46,34 @@ int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *
 	for (Elf_Scn *scn = NULL; elf && !found && (scn = elf_nextscn(elf, scn));) {
 		GElf_Shdr sh;
 		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-			found = find_in(elf, scn, &sh, name, vaddr);
+			found = find_in(elf, scn, &sh, name, out);
 	}
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return found ? 0 : -ENOENT;
+}
+
+int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr)
+{
+	struct found f;
+	int rc = find_symbol(st, name, &f);
+	if (!rc)
+		*vaddr = f.vaddr;
+	return rc;
+}
+
+int np_symtab_find_object(const struct np_symtab *st, const char *name, uint64_t *vaddr,
+			  uint64_t *size, int *type)
+{
+	struct found f;
+	int rc = find_symbol(st, name, &f);
+	if (!rc) {
+		*vaddr = f.vaddr;
+		*size = f.size;
+		*type = f.type;
+	}
+	return rc;
 }
 
 /* The DT_NEEDED names of path, at most max of them: how many. */

@@ -77,6 +77,10 @@ void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, 
 int np_symtab_needed(const char *path, char names[][64], int max);
 /* Any defined symbol, data included (symdata.c): its vaddr, or -ENOENT. */
 int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr);
+/* The same, with its size and ELF type (STT_OBJECT, STT_FUNC, STT_TLS...),
+ * for watchpoints: 0 or -ENOENT. */
+int np_symtab_find_object(const struct np_symtab *st, const char *name, uint64_t *vaddr,
+			  uint64_t *size, int *type);
 /* The kernel's PATH:0xOFFSET is a file offset: map it to a vaddr through
  * the program headers. 0 or -ERANGE when no PT_LOAD segment holds it. */
 int np_symtab_offset_to_vaddr(const struct np_symtab *st, uint64_t off, uint64_t *vaddr);

@@ -185,7 +185,8 @@ static uint16_t sim_stp_pre(uint32_t w)
 #define EXCLUSIVE "load/store exclusive: a trap or a displaced copy clears the exclusive " \
 		  "monitor, and the retry loop would never succeed"
 #define LANDING   "branch target landing pad (bti, paciasp): an indirect branch into a " \
-		  "guarded page must find it here; probe the next instruction"
+		  "guarded page must find it here (a probe at the function's entry goes " \
+		  "on the next instruction)"
 #define PAUTH     "pointer-authenticated branch: run, not simulated (the key is not readable)"
 
 static const struct a64_rule {
@@ -337,4 +338,20 @@ int a64_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *o
 			      "clears the exclusive monitor, and the retry loop would never succeed";
 	}
 	return 0;
+}
+
+/* Landing pads at a function entry (Arm ARM D8.4, branch target
+ * identification): bti c / jc and paciasp / pacibsp (implicit bti c) are
+ * what an indirect call into a guarded page must land on. Neither b nor
+ * brk is one, so the entry probe goes after them. */
+unsigned a64_landing_pad(const uint8_t *code, size_t avail)
+{
+	if (avail < 4)
+		return NP_PAD_NONE;
+	uint32_t w = a64_word(code);
+	if (a64_is_bti(w))
+		return NP_PAD_BTI;
+	if (a64_is_pacsp(w))
+		return a64_bits(w, 6, 1) ? NP_PAD_PAC_B : NP_PAD_PAC_A;
+	return NP_PAD_NONE;
 }

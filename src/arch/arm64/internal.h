@@ -181,6 +181,7 @@ int a64_out_addr(struct a64_out *o, unsigned rd, uint64_t addr);
 
 /* The np_isa hooks, one file each. */
 int a64_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);
+unsigned a64_landing_pad(const uint8_t *code, size_t avail);
 int a64_format(const uint8_t *code, size_t avail, uint64_t pc, char *buf, size_t cap);
 int a64_relocate(const struct np_reloc *r);
 int a64_simulate(const struct np_insn *insn, struct np_regs *regs, const struct np_mem *mem);

@@ -38,4 +38,5 @@ const struct np_isa np_isa_arm64 = {
 	.ret_reg = 0,  /* x0 */
 	.sp_reg = 31,  /* sp */
 	.reg_names = a64_reg_names,
+	.landing_pad = a64_landing_pad,
 };

@@ -1,63 +1,237 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arm64 host runtime: builds region trampolines from the template in
+ * arm64 host runtime: builds region trampolines from the templates in
  * tramp.S, converts between ucontext and struct np_regs, and keeps the
  * return address of a probed call in x30.
  *
  * A region is one word (the JUMP patch is one `b`), so a trampoline is
- *   [site block: save, call np__dispatch, restore]   if a probe sits there
+ *   [site block]   if a probe sits there
  *   the word, relocated, ending with a `b` back to the next word.
  * The out-of-line copy of a TRAP region is the relocated word alone.
  *
- * Unlike x86-64, the hit path calls np__dispatch for every hit: there is
- * no inline fast path yet (see docs/arm64.md).
+ * A site block is built as on x86-64 (core/pieces.h): save (full, or the
+ * caller-saved registers only for NP_PROBE_ARGS_ONLY at an entry), the
+ * FP/SIMD state only when a handler may touch it, the inline hit path
+ * (guard, version check, a counter bump and a direct call per probe,
+ * return arming), restore. It ends with a `b` over its literal pool: the
+ * 64-bit values its `ldr` literals load (site, handlers, data, counter
+ * offsets), one entry per distinct value.
  */
 #include "core/internal.h"
+#include "core/pieces.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <sys/ucontext.h>
 
-extern const uint8_t np_a64_site_begin[], np_a64_site_end[];
-extern const uint8_t np_a64_site_pc[], np_a64_site_site[], np_a64_site_kind[];
-extern const uint8_t np_a64_site_fn[], np_a64_site_redirect[];
-extern const uint8_t np_a64_redirect[], np_a64_redirect_brk[], np_a64_ret_tramp[];
+#define TPL(name) extern const uint8_t name##_begin[], name##_end[]
+
+TPL(np_a64_save_full);
+TPL(np_a64_save_args);
+TPL(np_a64_fp_save);
+TPL(np_a64_fp_restore);
+TPL(np_a64_enter);
+TPL(np_a64_handler);
+TPL(np_a64_count);
+TPL(np_a64_arm);
+TPL(np_a64_leave);
+TPL(np_a64_restore_full);
+TPL(np_a64_restore_args);
+extern const uint8_t np_a64_save_full_pc[], np_a64_save_full_site[], np_a64_save_full_kind[];
+extern const uint8_t np_a64_save_args_pc[], np_a64_save_args_site[], np_a64_save_args_kind[];
+extern const uint8_t np_a64_enter_tls[], np_a64_enter_site[], np_a64_enter_version[];
+extern const uint8_t np_a64_enter_slow[], np_a64_enter_done[];
+extern const uint8_t np_a64_handler_tls[], np_a64_handler_hits[], np_a64_handler_data[];
+extern const uint8_t np_a64_handler_fn[], np_a64_count_tls[], np_a64_count_hits[];
+extern const uint8_t np_a64_arm_fn[], np_a64_leave_tls[];
+extern const uint8_t np_a64_restore_full_redirect[], np_a64_restore_args_redirect[];
+extern const uint8_t np_a64_redirect_fp[], np_a64_redirect[], np_a64_redirect_args_fp[];
+extern const uint8_t np_a64_redirect_args[], np_a64_redirect_brk[];
+extern const uint8_t np_a64_ret_tramp[], np_a64_ret_tramp_fpu[];
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
 _Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
 _Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
+_Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: ldr x10, [block]");
+_Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: ldr w11, [site]");
 
 #define SP 31
 #define LR 30
 #define NZCV_MASK 0xf0000000u
 
-static void put64(uint8_t *block, const uint8_t *slot, uint64_t value)
+/* The initial-exec offset of the thread-block pointer from tpidr_el0, as
+ * the TLS slots of tramp.S encode it: add #hi, lsl #12; ldr [#lo]. */
+static uint64_t tls_off;
+
+/* --- filling slots ---------------------------------------------------------- */
+
+enum slot_kind {
+	LIT,    /* ldr Xt, literal: value goes to the pool */
+	TLS,    /* add + ldr: value is the TLS offset */
+	BRANCH, /* b: value is the target's offset in the block */
+};
+
+#define L(sym, v) {sym, LIT, (uint64_t)(v)}
+#define T(sym) {sym, TLS, tls_off}
+
+#define POOL_MAX (NP_BLOCK_PIECES * NP_PIECE_SLOTS)
+
+struct pool {
+	size_t start; /* offset of the pool in the block */
+	unsigned n;
+	uint64_t v[POOL_MAX];
+};
+
+static unsigned pool_index(struct pool *p, uint64_t value)
 {
-	memcpy(block + (slot - np_a64_site_begin), &value, sizeof(value));
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->v[i] == value)
+			return i;
+	p->v[p->n] = value;
+	return p->n++;
 }
 
-/* The block that runs a site's handlers; out == NULL measures it. */
-static size_t site_block(uint8_t *out, const struct np_site *site)
+static uint32_t get32(const uint8_t *at)
 {
-	size_t len = (size_t)(np_a64_site_end - np_a64_site_begin);
-	if (!out)
-		return len;
-	memcpy(out, np_a64_site_begin, len);
-	put64(out, np_a64_site_pc, site->addr);
-	put64(out, np_a64_site_site, (uint64_t)(uintptr_t)site);
-	put64(out, np_a64_site_kind, NP_CTX_ENTRY); /* redirect, the high half: 0 */
-	put64(out, np_a64_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
-	put64(out, np_a64_site_redirect, (uint64_t)(uintptr_t)np_a64_redirect);
-	return len;
+	uint32_t w;
+	memcpy(&w, at, 4);
+	return w;
+}
+
+static void put32(uint8_t *at, uint32_t w)
+{
+	memcpy(at, &w, 4);
+}
+
+static void patch_slot(uint8_t *insn, const struct np_slot *s, size_t off, void *cookie)
+{
+	struct pool *pool = cookie;
+	uint32_t w = get32(insn);
+	if (s->kind == LIT) {
+		size_t entry = pool->start + 8 * pool_index(pool, s->value);
+		put32(insn, (w & ~(0x7ffffu << 5)) | (uint32_t)((entry - off) / 4) << 5);
+	} else if (s->kind == TLS) {
+		put32(insn, (w & ~(0xfffu << 10)) | (uint32_t)(s->value >> 12) << 10);
+		uint32_t ldr = get32(insn + 4);
+		put32(insn + 4, (ldr & ~(0xfffu << 10)) | (uint32_t)((s->value & 0xfff) / 8) << 10);
+	} else {
+		put32(insn, (w & ~0x3ffffffu) | (uint32_t)((s->value - off) / 4 & 0x3ffffff));
+	}
+}
+
+/* --- the site block ------------------------------------------------------- */
+
+static uint64_t hits_off(uint32_t slot)
+{
+	return offsetof(struct np_thread, hits) + slot * sizeof(uint64_t);
+}
+
+static void add_save(struct np_block *b, const struct np_site *site, bool args)
+{
+	uint64_t kind = NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0); /* redirect: 0 */
+	if (args)
+		np_block_add(b, NP_PIECE(np_a64_save_args, L(np_a64_save_args_pc, site->addr),
+					 L(np_a64_save_args_site, site),
+					 L(np_a64_save_args_kind, kind)));
+	else
+		np_block_add(b, NP_PIECE(np_a64_save_full, L(np_a64_save_full_pc, site->addr),
+					 L(np_a64_save_full_site, site),
+					 L(np_a64_save_full_kind, kind)));
+	if (site->fpu == NP_FPU_FULL)
+		np_block_add(b, NP_PIECE(np_a64_fp_save));
+}
+
+/* The inline hit path: guard, one direct call per handler, return arming. */
+static void add_calls(struct np_block *b, const struct np_site *site)
+{
+	bool arm = false;
+	np_block_add(b, NP_PIECE(np_a64_enter, T(np_a64_enter_tls), L(np_a64_enter_site, site),
+				 L(np_a64_enter_version, site->version),
+				 L(np_a64_enter_slow, &np__dispatch)));
+	int enter = b->n - 1;
+	for (const struct np_probe *p = site->probes; p; p = p->next_in_site) {
+		if (p->on_entry)
+			np_block_add(b, NP_PIECE(np_a64_handler, T(np_a64_handler_tls),
+						 L(np_a64_handler_hits, hits_off(p->slot)),
+						 L(np_a64_handler_data, p->data),
+						 L(np_a64_handler_fn, p->on_entry)));
+		else
+			np_block_add(b, NP_PIECE(np_a64_count, T(np_a64_count_tls),
+						 L(np_a64_count_hits, hits_off(p->slot))));
+		arm |= p->on_return != NULL;
+	}
+	if (arm)
+		np_block_add(b, NP_PIECE(np_a64_arm, L(np_a64_arm_fn, &np__shadow_arm)));
+	np_block_add(b, NP_PIECE(np_a64_leave, T(np_a64_leave_tls)));
+	/* the slow path branches over the inline calls, to after 'leave' */
+	if (!b->overflow)
+		b->v[enter].slot[4] = (struct np_slot){np_a64_enter_done, BRANCH,
+						       np_block_len(b, 0, b->n)};
+}
+
+static void add_restore(struct np_block *b, const struct np_site *site, bool args)
+{
+	bool fp = site->fpu == NP_FPU_FULL;
+	if (fp)
+		np_block_add(b, NP_PIECE(np_a64_fp_restore));
+	if (args)
+		np_block_add(b, NP_PIECE(np_a64_restore_args,
+					 L(np_a64_restore_args_redirect,
+					   fp ? np_a64_redirect_args_fp : np_a64_redirect_args)));
+	else
+		np_block_add(b, NP_PIECE(np_a64_restore_full,
+					 L(np_a64_restore_full_redirect,
+					   fp ? np_a64_redirect_fp : np_a64_redirect)));
+}
+
+#define B_OVER_POOL 0x14000000u /* b +0 */
+
+/* The block that runs a site's handlers, to run at 'at'; out == NULL
+ * measures it (an upper bound: the pool counted without sharing). */
+static ssize_t site_block(uint8_t *out, const struct np_site *site, uint64_t at)
+{
+	static struct np_block b; /* engine lock held: too big for the stack */
+	static struct pool pool;
+	bool args = site->func_entry && site->args_only;
+
+	b.n = 0;
+	b.overflow = false;
+	add_save(&b, site, args);
+	add_calls(&b, site);
+	add_restore(&b, site, args);
+	if (b.overflow)
+		return -E2BIG;
+	size_t code = np_block_emit(&b, NULL, patch_slot, NULL);
+	pool.n = 0;
+	pool.start = code + 4;
+	pool.start += (at + pool.start) & 7 ? 4 : 0; /* 8-byte aligned literals */
+	if (!out) {
+		unsigned lits = 0;
+		for (int i = 0; i < b.n; i++)
+			for (unsigned k = 0; k < NP_PIECE_SLOTS && b.v[i].slot[k].at; k++)
+				lits += b.v[i].slot[k].kind == LIT;
+		return (ssize_t)(code + 8 + 8 * lits);
+	}
+	np_block_emit(&b, out, patch_slot, &pool);
+	size_t end = pool.start + 8 * pool.n;
+	put32(out + code, B_OVER_POOL | (uint32_t)((end - code) / 4));
+	memset(out + code + 4, 0, pool.start - code - 4);
+	memcpy(out + pool.start, pool.v, 8 * pool.n);
+	return (ssize_t)end;
 }
 
 size_t np_host_tramp_size(const struct np_region *r)
 {
 	size_t len = 0;
 	for (unsigned i = 0; i < r->ninsn; i++) {
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP)
-			len += site_block(NULL, r->sites[i]);
+		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
+			ssize_t n = site_block(NULL, r->sites[i], 0);
+			len += n > 0 ? (size_t)n : 0;
+		}
 		len += 32; /* the longest relocation: literal load through a veneer */
 	}
 	return len + 16; /* the branch back */
@@ -70,9 +244,12 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 		const struct np_insn *in = &r->insn[i];
 		r->tramp_off[i] = (uint32_t)pos;
 		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			if (pos + site_block(NULL, r->sites[i]) > cap)
+			ssize_t n = site_block(NULL, r->sites[i], at + pos);
+			if (n < 0)
+				return (int)n;
+			if (pos + (size_t)n > cap)
 				return -ENOSPC;
-			pos += site_block(buf + pos, r->sites[i]);
+			pos += (size_t)site_block(buf + pos, r->sites[i], at + pos);
 		}
 		struct np_reloc rl = {
 			.src = r->orig + (in->pc - r->start),
@@ -131,6 +308,44 @@ bool np_host_trap_own(void *ucv)
 
 /* --- return probes: the return address is x30 ------------------------------ */
 
+/*
+ * Pointer authentication (pac-ret). After paciasp/pacibsp, x30 holds the
+ * return address signed with key A/B and the entry sp as modifier, and the
+ * function authenticates it before it returns (autiasp, retaa). An entry
+ * probe there (moved past the pad, probe.c) reads x30 stripped, and puts
+ * the return trampoline in x30 signed the same way, so that the function's
+ * own authentication yields the trampoline. The instructions are in the
+ * hint space: a CPU without pointer authentication runs them as nops, as
+ * it does the program's.
+ */
+static uint64_t pac_strip(uint64_t v)
+{
+	uint64_t out;
+	__asm__("mov x30, %1\n\thint #7\n\tmov %0, x30" /* xpaclri */
+		: "=r"(out)
+		: "r"(v)
+		: "x30");
+	return out;
+}
+
+static uint64_t pac_sign(uint64_t ptr, uint64_t modifier, unsigned pad)
+{
+	register uint64_t x17 __asm__("x17") = ptr;
+	register uint64_t x16 __asm__("x16") = modifier;
+	if (pad == NP_PAD_PAC_A)
+		__asm__("hint #8" : "+r"(x17) : "r"(x16)); /* pacia1716 */
+	else if (pad == NP_PAD_PAC_B)
+		__asm__("hint #10" : "+r"(x17) : "r"(x16)); /* pacib1716 */
+	return x17;
+}
+
+/* Unwinders authenticate (or strip) what a pac-ret frame spilled, with
+ * the frame's entry sp: the real return address goes back signed. */
+uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
+{
+	return pac_sign(ret, slot, pac);
+}
+
 /* The frame is known by its entry sp, which the return leaves unchanged. */
 uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 {
@@ -139,12 +354,13 @@ uint64_t np_host_ret_slot(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_get(const struct np_ctx *ctx)
 {
-	return ctx->regs.gpr[LR];
+	return pac_strip(ctx->regs.gpr[LR]);
 }
 
 void np_host_ret_set(struct np_ctx *ctx, uint64_t value)
 {
-	ctx->regs.gpr[LR] = value;
+	unsigned pad = ctx->site ? ctx->site->entry_pad : NP_PAD_NONE;
+	ctx->regs.gpr[LR] = pac_sign(value, ctx->regs.gpr[SP], pad);
 }
 
 uint64_t np_host_ret_key(const struct np_ctx *ctx)
@@ -154,19 +370,21 @@ uint64_t np_host_ret_key(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_trampoline(bool fpu)
 {
-	(void)fpu; /* the one return trampoline saves the FP/SIMD state */
-	return (uint64_t)(uintptr_t)np_a64_ret_tramp;
+	return (uint64_t)(uintptr_t)(fpu ? np_a64_ret_tramp_fpu : np_a64_ret_tramp);
 }
 
+/* A word the unwinder found may be signed (a pac-ret function spilled x30). */
 bool np_host_is_ret_trampoline(uint64_t addr)
 {
-	return addr == (uint64_t)(uintptr_t)np_a64_ret_tramp;
+	addr = pac_strip(addr);
+	return addr == (uint64_t)(uintptr_t)np_a64_ret_tramp ||
+	       addr == (uint64_t)(uintptr_t)np_a64_ret_tramp_fpu;
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
 {
 	ctx->regs.gpr[0] = value;
-	ctx->regs.pc = ctx->regs.gpr[LR];
+	ctx->regs.pc = pac_strip(ctx->regs.gpr[LR]);
 	ctx->redirect = 1;
 }
 
@@ -175,11 +393,11 @@ bool np_host_ret_in_memory(void)
 	return false;
 }
 
-/* Every trampoline saves every register. */
+/* Registers the args-only save leaves out (tramp.S): x19-x29. */
 bool np_host_reg_captured(uint32_t kind, int reg)
 {
-	(void)kind;
-	(void)reg;
+	if (kind & NP_CTX_CAPTURE_ARGS)
+		return reg <= 18 || reg == LR || reg == SP;
 	return true;
 }
 
@@ -194,6 +412,26 @@ bool np_host_patch_in_place(void)
 	return true;
 }
 
+/* Code of a module marked BTI is mapped guarded (PROT_BTI) when the CPU
+ * has BTI: by the kernel for the program and its interpreter, by the
+ * dynamic loader for libraries. /proc/self/maps does not show it, and an
+ * mprotect that leaves it out would turn the checks off for the page. */
+#ifndef PROT_BTI
+#define PROT_BTI 0x10
+#endif
+#ifndef HWCAP2_BTI
+#define HWCAP2_BTI (1 << 17)
+#endif
+
+int np_host_code_prot(uint64_t addr)
+{
+	if (!(getauxval(AT_HWCAP2) & HWCAP2_BTI))
+		return 0;
+	return np_module_features(addr) & 1 /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+		       ? PROT_BTI
+		       : 0;
+}
+
 /* Clean the data cache and invalidate the instruction cache to the point
  * of unification for the words written; np_sync_cores() then makes every
  * core discard what it fetched before (membarrier SYNC_CORE). */
@@ -204,6 +442,16 @@ void np_host_code_written(uint64_t addr, size_t len)
 
 int np_host_init(void)
 {
+	uint64_t tp;
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+	tls_off = (uint64_t)(uintptr_t)np_thread_tls_slot() - tp;
+	/* what add #imm12, lsl #12 + ldr [#imm12 * 8] reach: initial-exec
+	 * offsets are a few KiB */
+	if (tls_off >= (1u << 24) || tls_off & 7) {
+		np_logf(NP_LOG_ERROR, "thread pointer offset 0x%llx out of the trampolines' reach",
+			(unsigned long long)tls_off);
+		return -ERANGE;
+	}
 	return 0;
 }
 

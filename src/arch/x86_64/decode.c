@@ -51,6 +51,13 @@ int x86_zdecode_quick(const uint8_t *code, size_t avail, ZydisDecodedInstruction
 	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d, NULL, code, avail, zi)) ? 0 : -EILSEQ;
 }
 
+int x86_insn_length(const uint8_t *code, size_t avail)
+{
+	ZydisDecodedInstruction zi;
+	int err = x86_zdecode_quick(code, avail, &zi);
+	return err ? err : zi.length;
+}
+
 int x86_gpr64(ZydisRegister reg)
 {
 	if (ZydisRegisterGetClass(reg) != ZYDIS_REGCLASS_GPR64)

@@ -92,20 +92,28 @@ int x86_out_jcc(struct x86_out *o, unsigned cc, uint64_t to)
 	return err ? err : out_abs_jmp(o, to);
 }
 
-int x86_out_push_u64(struct x86_out *o, uint64_t v)
+int x86_out_call_returning_to(struct x86_out *o, uint64_t v)
 {
-	static const uint8_t push = 0x68, movl[4] = {0xc7, 0x44, 0x24, 0x04};
+	/* call 1f; int3; 1: then the store(s) */
+	static const uint8_t call[6] = {0xe8, 0x01, 0x00, 0x00, 0x00, 0xcc};
+	static const uint8_t movq[4] = {0x48, 0xc7, 0x04, 0x24}; /* movq $simm32, (%rsp) */
+	static const uint8_t movl_lo[3] = {0xc7, 0x04, 0x24};    /* movl $lo, (%rsp) */
+	static const uint8_t movl_hi[4] = {0xc7, 0x44, 0x24, 0x04}; /* movl $hi, 4(%rsp) */
 	bool sext = (uint64_t)(int64_t)(int32_t)(uint32_t)v == v;
 	int err;
 
-	if (o->cap - o->len < (sext ? 5u : 13u))
+	if (o->cap - o->len < (sext ? 14u : 21u))
 		return -ENOSPC;
-	err = x86_out_bytes(o, &push, 1);
+	err = x86_out_bytes(o, call, sizeof(call));
+	if (!err && sext)
+		err = x86_out_bytes(o, movq, sizeof(movq));
+	else if (!err)
+		err = x86_out_bytes(o, movl_lo, sizeof(movl_lo));
 	if (!err)
 		err = x86_out_u32(o, (uint32_t)v);
 	if (err || sext)
 		return err;
-	err = x86_out_bytes(o, movl, sizeof(movl));
+	err = x86_out_bytes(o, movl_hi, sizeof(movl_hi));
 	return err ? err : x86_out_u32(o, (uint32_t)(v >> 32));
 }
 

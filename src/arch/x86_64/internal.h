@@ -35,6 +35,9 @@ int x86_zdecode(const uint8_t *code, size_t avail, struct x86_insn *x);
 /* Length and category only (no operands): several times faster, for
  * sweeps that look closer only at control flow. 0 or -EILSEQ. */
 int x86_zdecode_quick(const uint8_t *code, size_t avail, ZydisDecodedInstruction *zi);
+/* The np_isa insn_length hook: the length only, through Zydis'
+ * instruction decoder, which calls no libc (its operand decoder does). */
+int x86_insn_length(const uint8_t *code, size_t avail);
 /* Class, flags, target and sim id of an already decoded instruction. */
 void x86_classify(const struct x86_insn *x, uint64_t pc, struct np_insn *out);
 /* Hardware number (rax 0 .. r15 15) of a 64-bit GPR, -1 for anything else. */
@@ -110,9 +113,13 @@ int x86_out_u32(struct x86_out *o, uint32_t v);
 int x86_out_jmp(struct x86_out *o, uint64_t to, bool allow_rel8);
 /* jcc rel32, or an inverted jcc rel8 over an absolute jmp. */
 int x86_out_jcc(struct x86_out *o, unsigned cc, uint64_t to);
-/* Push a 64-bit constant (a return address) without touching registers
- * or flags: push $lo32, then movl $hi32, 4(%rsp) when needed. */
-int x86_out_push_u64(struct x86_out *o, uint64_t v);
+/* What a call does to the stack, with return address v instead of the
+ * address after it, touching no register or flag: a real call (to the
+ * next instruction but one), so that the CPU's return stack buffer gets
+ * an entry and stays in step with the stack, then v stored over the
+ * address it pushed (movq $simm32, or two movl). The return stack buffer
+ * predicts the int3 skipped by the call: only speculation goes there. */
+int x86_out_call_returning_to(struct x86_out *o, uint64_t v);
 
 /* The np_isa hooks, one file each. */
 int x86_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);

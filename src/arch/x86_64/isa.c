@@ -45,4 +45,6 @@ const struct np_isa np_isa_x86_64 = {
 	 * vector arguments of a variadic call) and r10 (the static chain) */
 	.entry_dead = R(11),
 	.scratch_ok = 0xffffull & ~R(4), /* never rsp */
+	.watch_pc_after = true, /* a data breakpoint is a trap (SDM 17.3.1.2) */
+	.insn_length = x86_insn_length,
 };

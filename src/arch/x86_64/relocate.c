@@ -14,19 +14,26 @@
  *         jrcxz 1f; jmp 2f; 1: jmp target; 2:
  *   - calls push the address of the next instruction. That must stay the
  *     ORIGINAL return address (unwinders, return probes and the program
- *     itself look at it), so a call becomes a push of that constant
- *     followed by a jmp: direct calls jump to the target, indirect ones
- *     turn `ff /2` into `ff /4` on the same operand. An rsp-based operand
- *     is re-encoded with 8 more in its displacement because of the push;
- *     `call *%rsp` itself is refused.
+ *     itself look at it), so a call becomes a real call to the next
+ *     instruction but one, the ORIGINAL return address stored over the
+ *     one it pushed, then a jmp: direct calls jump to the target,
+ *     indirect ones turn `ff /2` into `ff /4` on the same operand. The
+ *     real call keeps the CPU's return stack buffer in step with the
+ *     stack: the callee's `ret` is mispredicted once (the buffer holds the
+ *     trampoline's address), and every return after it is predicted. A
+ *     push+jmp, which feeds the buffer nothing, left every return above
+ *     the callee mispredicted too. An rsp-based operand is re-encoded with
+ *     8 more in its displacement because of the pushed word; `call *%rsp`
+ *     itself is refused.
  *
  * Everything else is copied byte for byte. None of the sequences uses a
  * scratch register or changes rflags. Instructions decode.c rejects make
  * the whole relocation fail with -EOPNOTSUPP.
  *
- * The push+jmp form of a call leaves a CET shadow stack (user shadow
- * stacks, Linux 6.6+) without the matching entry, so the callee's ret
- * would fault: the runtime must not relocate calls when it is enabled.
+ * The relocated call leaves a CET shadow stack (user shadow stacks,
+ * Linux 6.6+) holding the trampoline's address where the stack holds the
+ * original one, so the callee's ret would fault: the runtime must not
+ * relocate calls when it is enabled.
  */
 #include <errno.h>
 #include <string.h>
@@ -79,7 +86,8 @@ static int reloc_rcx_branch(struct x86_out *o, const uint8_t *src, const struct 
 	return 0;
 }
 
-/* call *disp(%rsp...) after our push: the same slot is 8 bytes further. */
+/* call *disp(%rsp...) after our call pushed a word: the same slot is 8 bytes
+ * further. */
 static int out_jmp_rsp_mem(struct x86_out *o, const struct x86_insn *x)
 {
 	ZydisEncoderRequest req;
@@ -108,10 +116,10 @@ static int reloc_call_indirect(struct x86_out *o, const uint8_t *src, const stru
 	int err;
 
 	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER && op->reg.value == ZYDIS_REGISTER_RSP)
-		return -EOPNOTSUPP; /* the push would move the target itself */
+		return -EOPNOTSUPP; /* our call would move the target itself */
 	if (!(x->zi.attributes & ZYDIS_ATTRIB_HAS_MODRM))
 		return -EOPNOTSUPP;
-	err = x86_out_push_u64(o, n->pc + n->len);
+	err = x86_out_call_returning_to(o, n->pc + n->len);
 	if (err)
 		return err;
 	if (rsp_mem)
@@ -131,7 +139,7 @@ static int reloc_branch(struct x86_out *o, const uint8_t *src, const struct x86_
 	int err;
 
 	if (n->flags & NP_INSN_CALL) {
-		err = x86_out_push_u64(o, n->pc + n->len);
+		err = x86_out_call_returning_to(o, n->pc + n->len);
 		return err ? err : x86_out_jmp(o, n->target, false);
 	}
 	if (!(n->flags & NP_INSN_COND))

@@ -28,7 +28,11 @@ TPL(np_x86_xrstor);
 TPL(np_x86_fxsave);
 TPL(np_x86_fxrstor);
 TPL(np_x86_ret_tramp_fpu);
-TPL(np_x86_call);
+TPL(np_x86_ret_call);
+TPL(np_x86_ret_save);
+TPL(np_x86_ret_enter);
+TPL(np_x86_ret_handler);
+TPL(np_x86_ret_restore);
 TPL(np_x86_restore_full);
 TPL(np_x86_restore_entry);
 TPL(np_x86_redirect);
@@ -49,7 +53,11 @@ extern const uint8_t np_x86_enter_tls[], np_x86_enter_site_imm[], np_x86_enter_v
 extern const uint8_t np_x86_enter_slow_imm[], np_x86_enter_done_rel[];
 extern const uint8_t np_x86_handler_tls[], np_x86_handler_hits[], np_x86_handler_data[];
 extern const uint8_t np_x86_handler_fn[], np_x86_count_tls[], np_x86_count_hits[];
-extern const uint8_t np_x86_arm_fn[], np_x86_leave_tls[];
+extern const uint8_t np_x86_arm_fn[], np_x86_arm_tls[], np_x86_arm_expect[], np_x86_leave_tls[];
+extern const uint8_t np_x86_ret_call_jz[], np_x86_ret_call_call[], np_x86_ret_save_site[];
+extern const uint8_t np_x86_ret_enter_tls[], np_x86_ret_enter_site[], np_x86_ret_enter_version[];
+extern const uint8_t np_x86_ret_enter_slow[], np_x86_ret_enter_done_rel[];
+extern const uint8_t np_x86_ret_handler_data[], np_x86_ret_handler_fn[];
 extern const uint8_t np_x86_redirect_tls_a[], np_x86_redirect_tls_b[];
 extern const uint8_t np_x86_redirect_noflags[];
 extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_tls_a[], np_x86_ret_tramp_tls_b[];
@@ -74,6 +82,20 @@ _Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
 _Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
 _Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: cmpq $0, (block)");
 _Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: cmpl $v, (site)");
+/* the inline return path (tramp.S: T_*, F_*, S_GEN, SHADOW_DEPTH) */
+_Static_assert(offsetof(struct np_thread, shadow_top) == 12, "tramp.S: T_TOP");
+_Static_assert(offsetof(struct np_thread, ret_data) == 24, "tramp.S: T_RET_DATA");
+_Static_assert(offsetof(struct np_thread, shadow) == 1048608, "tramp.S: T_SHADOW");
+_Static_assert(sizeof(struct np_shadow_frame) == 48, "tramp.S: FRAME_ADDR");
+_Static_assert(offsetof(struct np_shadow_frame, ret) == 0 &&
+		       offsetof(struct np_shadow_frame, slot) == 8 &&
+		       offsetof(struct np_shadow_frame, site) == 16 &&
+		       offsetof(struct np_shadow_frame, gen) == 24 &&
+		       offsetof(struct np_shadow_frame, data) == 32 &&
+		       offsetof(struct np_shadow_frame, expect) == 40,
+	       "tramp.S: F_*");
+_Static_assert(offsetof(struct np_site, gen) == 40, "tramp.S: S_GEN");
+_Static_assert(NP_SHADOW_DEPTH == 16384 && NP_CTX_ARMED == 0x400, "tramp.S");
 
 /* A template piece being copied out, with the slots to fill in it. */
 struct slot {
@@ -107,17 +129,43 @@ static size_t emit_piece(uint8_t *out, const struct piece *p)
 	return n;
 }
 
-#define MAX_PIECES (12 + 2 * 64)
+/* Fixed pieces of a block, plus two per probe (its entry and return
+ * calls): 64 probes at one address. More make the attach fail (E2BIG). */
+#define MAX_PIECES (16 + 2 * 64)
+#define BLOCK_TOO_BIG SIZE_MAX
 
 struct block {
 	struct piece v[MAX_PIECES];
 	int n;
+	bool overflow;
 };
 
 static void add(struct block *b, struct piece p)
 {
 	if (b->n < MAX_PIECES)
 		b->v[b->n++] = p;
+	else
+		b->overflow = true;
+}
+
+/* The vector state, when a handler of the site may touch it. */
+static void add_vector_save(struct block *b, const struct np_site *site)
+{
+	if (site->fpu == NP_FPU_FULL && xsave_size && have_xsavec)
+		add(b, PIECE(np_x86_xsavec, S4(np_x86_xsavec_size, xsave_size),
+			     S4(np_x86_xsavec_mask, xsave_mask)));
+	else if (site->fpu == NP_FPU_FULL && xsave_size)
+		add(b, PIECE(np_x86_xsave, S4(np_x86_xsave_size, xsave_size),
+			     S4(np_x86_xsave_mask, xsave_mask)));
+	else if (site->fpu == NP_FPU_FULL)
+		add(b, PIECE(np_x86_fxsave));
+}
+
+static void add_vector_restore(struct block *b, const struct np_site *site)
+{
+	if (site->fpu == NP_FPU_FULL)
+		add(b, xsave_size ? PIECE(np_x86_xrstor, S4(np_x86_xrstor_mask, xsave_mask))
+				  : PIECE(np_x86_fxrstor));
 }
 
 static void add_save(struct block *b, const struct np_site *site, bool entry, bool args)
@@ -130,14 +178,7 @@ static void add_save(struct block *b, const struct np_site *site, bool entry, bo
 		add(b, PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
 	add(b, PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
 		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0))));
-	if (site->fpu == NP_FPU_FULL && xsave_size && have_xsavec)
-		add(b, PIECE(np_x86_xsavec, S4(np_x86_xsavec_size, xsave_size),
-			     S4(np_x86_xsavec_mask, xsave_mask)));
-	else if (site->fpu == NP_FPU_FULL && xsave_size)
-		add(b, PIECE(np_x86_xsave, S4(np_x86_xsave_size, xsave_size),
-			     S4(np_x86_xsave_mask, xsave_mask)));
-	else if (site->fpu == NP_FPU_FULL)
-		add(b, PIECE(np_x86_fxsave));
+	add_vector_save(b, site);
 }
 
 static uint32_t hits_off(uint32_t slot)
@@ -145,10 +186,40 @@ static uint32_t hits_off(uint32_t slot)
 	return (uint32_t)(offsetof(struct np_thread, hits) + slot * sizeof(uint64_t));
 }
 
-/* The inline hit path: guard, one direct call per handler, return arming. */
+static size_t pieces_len(const struct block *b, int from, int to)
+{
+	size_t len = 0;
+	for (int i = from; i < to; i++)
+		len += piece_len(&b->v[i]);
+	return len;
+}
+
+/* Set slot k of piece i to a rel32 from the end of that slot to 'len'
+ * bytes past the end of piece 'to' - 1. */
+static void set_rel(struct block *b, int i, int k, const uint8_t *slot, int to, size_t len)
+{
+	const struct piece *p = &b->v[i];
+	size_t rel = (size_t)(p->end - slot - 4) + pieces_len(b, i + 1, to) + len;
+	b->v[i].slot[k] = (struct slot)S4(slot, rel);
+}
+
+static bool has_handlers(const struct np_site *site, bool ret)
+{
+	for (const struct np_probe *p = site->probes; p; p = p->next_in_site)
+		if (ret ? p->on_return != NULL : p->on_entry != NULL)
+			return true;
+	return false;
+}
+
+static bool has_return_handlers(const struct np_site *site)
+{
+	return has_handlers(site, true);
+}
+
+/* The inline hit path: guard, one direct call per handler, return arming
+ * (its return point's address is filled in by site_block). */
 static void add_calls(struct block *b, const struct np_site *site)
 {
-	bool arm = false;
 	add(b, PIECE(np_x86_enter, S4(np_x86_enter_tls, self_disp),
 		     S8(np_x86_enter_site_imm, site), S4(np_x86_enter_version, site->version),
 		     S8(np_x86_enter_slow_imm, &np__dispatch)));
@@ -161,24 +232,45 @@ static void add_calls(struct block *b, const struct np_site *site)
 		else
 			add(b, PIECE(np_x86_count, S4(np_x86_count_tls, self_disp),
 				     S4(np_x86_count_hits, hits_off(p->slot))));
-		arm |= p->on_return != NULL;
 	}
-	if (arm)
-		add(b, PIECE(np_x86_arm, S8(np_x86_arm_fn, &np__shadow_arm)));
+	if (has_return_handlers(site))
+		add(b, PIECE(np_x86_arm, S4(np_x86_arm_tls, self_disp),
+			     S8(np_x86_arm_expect, 0), S8(np_x86_arm_fn, &np__shadow_arm)));
 	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
 	/* the slow path jumps over the inline calls, to after 'leave' */
-	size_t skip = 0;
-	for (int i = enter + 1; i < b->n; i++)
-		skip += piece_len(&b->v[i]);
-	b->v[enter].slot[4] = (struct slot)S4(np_x86_enter_done_rel,
-					      skip + (size_t)(np_x86_enter_end - np_x86_enter_done_rel - 4));
+	set_rel(b, enter, 4, np_x86_enter_done_rel, b->n, 0);
+}
+
+/* The return point of an armed call (see tramp.S), then its jump over
+ * itself and the call: piece indexes of the call piece and of the arm
+ * piece get their targets. */
+static void add_return_path(struct block *b, const struct np_site *site, int call, int arm,
+			    uint64_t at)
+{
+	int start = b->n;
+	add(b, PIECE(np_x86_ret_save, S8(np_x86_ret_save_site, site)));
+	add_vector_save(b, site);
+	add(b, PIECE(np_x86_ret_enter, S4(np_x86_ret_enter_tls, self_disp),
+		     S8(np_x86_ret_enter_site, site), S4(np_x86_ret_enter_version, site->version),
+		     S8(np_x86_ret_enter_slow, &np__ret_dispatch)));
+	int enter = b->n - 1;
+	for (const struct np_probe *p = site->probes; p; p = p->next_in_site)
+		if (p->on_return)
+			add(b, PIECE(np_x86_ret_handler, S8(np_x86_ret_handler_data, p->data),
+				     S8(np_x86_ret_handler_fn, p->on_return)));
+	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
+	set_rel(b, enter, 4, np_x86_ret_enter_done_rel, b->n, 0);
+	add_vector_restore(b, site);
+	add(b, PIECE(np_x86_ret_restore));
+	size_t path = pieces_len(b, start, b->n);
+	set_rel(b, call, 0, np_x86_ret_call_jz, start, path);
+	set_rel(b, call, 1, np_x86_ret_call_call, start, path);
+	b->v[arm].slot[1] = (struct slot)S8(np_x86_arm_expect, at + pieces_len(b, 0, start));
 }
 
 static void add_restore(struct block *b, const struct np_site *site, bool entry, bool args)
 {
-	if (site->fpu == NP_FPU_FULL)
-		add(b, xsave_size ? PIECE(np_x86_xrstor, S4(np_x86_xrstor_mask, xsave_mask))
-				  : PIECE(np_x86_fxrstor));
+	add_vector_restore(b, site);
 	if (args)
 		add(b, PIECE(np_x86_restore_args,
 			     S8(np_x86_restore_args_redirect_imm, np_x86_redirect_nf_ptr)));
@@ -190,17 +282,31 @@ static void add_restore(struct block *b, const struct np_site *site, bool entry,
 			     S8(np_x86_restore_full_redirect_imm, np_x86_redirect_ptr)));
 }
 
-/* The block that runs a site's handlers; out == NULL measures it. */
-static size_t site_block(uint8_t *out, const struct np_site *site)
+/* The block that runs a site's handlers, to be placed at 'at' (0 when
+ * measuring); out == NULL measures it. At a function entry with return
+ * handlers it ends by calling the rest of the trampoline, the relocated
+ * function start, and holds that call's return point. */
+static size_t site_block(uint8_t *out, const struct np_site *site, uint64_t at)
 {
 	static struct block b; /* engine lock held: too big for the stack */
-	bool entry = site->func_entry, args = entry && site->args_only;
+	/* with no entry handler, nothing reads the entry ctx but the engine:
+	 * the caller-saved registers are all the C slow path can clobber */
+	bool entry = site->func_entry;
+	bool args = entry && (site->args_only || !has_handlers(site, false));
 	size_t len = 0;
 
 	b.n = 0;
+	b.overflow = false;
 	add_save(&b, site, entry, args);
 	add_calls(&b, site);
+	int arm = b.n - 2; /* before 'leave', when there is one */
 	add_restore(&b, site, entry, args);
+	if (entry && has_return_handlers(site)) {
+		add(&b, PIECE(np_x86_ret_call));
+		add_return_path(&b, site, b.n - 1, arm, at);
+	}
+	if (b.overflow)
+		return BLOCK_TOO_BIG;
 	for (int i = 0; i < b.n; i++)
 		len += emit_piece(out ? out + len : NULL, &b.v[i]);
 	return len;
@@ -210,8 +316,9 @@ size_t np_host_tramp_size(const struct np_region *r)
 {
 	size_t len = 32; /* the jump back, generously */
 	for (unsigned i = 0; i < r->ninsn; i++) {
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP)
-			len += site_block(NULL, r->sites[i]);
+		size_t block = r->sites[i] && r->strategy == NP_STRATEGY_JUMP
+				       ? site_block(NULL, r->sites[i], 0) : 0;
+		len += block == BLOCK_TOO_BIG ? 0 : block; /* the build says E2BIG */
 		len += 64; /* a relocated instruction grows to at most ~30 bytes */
 	}
 	return len;
@@ -224,9 +331,12 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 		const struct np_insn *in = &r->insn[i];
 		r->tramp_off[i] = (uint32_t)pos;
 		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			if (pos + site_block(NULL, r->sites[i]) > cap)
+			size_t need = site_block(NULL, r->sites[i], 0);
+			if (need == BLOCK_TOO_BIG)
+				return -E2BIG;
+			if (pos + need > cap)
 				return -ENOSPC;
-			pos += site_block(buf + pos, r->sites[i]);
+			pos += site_block(buf + pos, r->sites[i], at + pos);
 		}
 		bool last = i + 1 == r->ninsn;
 		struct np_reloc rl = {

@@ -19,6 +19,20 @@
 	.text
 	.p2align 4
 
+/* Layouts the templates use, checked against the C structs in runtime.c. */
+#define T_TOP 12			/* np_thread.shadow_top */
+#define T_RET_DATA 24			/* np_thread.ret_data */
+#define T_SHADOW 1048608		/* np_thread.shadow */
+#define F_RET 0				/* np_shadow_frame fields, 48 bytes each */
+#define F_SLOT 8
+#define F_SITE 16
+#define F_GEN 24
+#define F_DATA 32
+#define F_EXPECT 40
+#define S_GEN 40			/* np_site.gen */
+#define SHADOW_DEPTH 16384
+#define CTX_ARMED 0x400			/* NP_CTX_ARMED in ctx.kind */
+
 #define SLOT(name) .byte 0x48, 0xb8; .globl name; .hidden name; name: .quad 0
 
 #define PUSH_GPRS \
@@ -102,9 +116,14 @@ TEMPLATE(np_x86_restore_args)
 	mov %rbx, %rsp
 	cmpl $0, 12(%rsp)
 	je 1f
+	/* the redirect loads every register from ctx: the callee-saved ones,
+	 * left out above, still hold the program's values (C preserved them) */
+	mov %rbp, 56(%rsp); mov %r12, 112(%rsp); mov %r13, 120(%rsp)
+	mov %r14, 128(%rsp); mov %r15, 136(%rsp)
 	SLOT(np_x86_restore_args_redirect_imm)
 	jmp *%rax
-1:	lea 16(%rsp), %rsp
+1:	testl $CTX_ARMED, 8(%rsp)	/* for np_x86_ret_call: pop and lea keep ZF */
+	lea 16(%rsp), %rsp
 	pop %rax; pop %rcx; pop %rdx; pop %rbx
 	lea 16(%rsp), %rsp
 	pop %rsi; pop %rdi
@@ -214,15 +233,159 @@ TEMPLATE(np_x86_count)
 	IMM32(np_x86_count_hits)
 END(np_x86_count)
 
-/* Arm the return probes unless a handler redirected the call. */
+/* --- return probes, inline ---------------------------------------------------
+ * A return probe at a JUMP site does not replace the return address in
+ * place. The entry block pushes a shadow-stack frame (the caller's return
+ * address, its slot) and marks ctx ARMED; after the restore, the trampoline
+ * drops the caller's return address and *calls* the function's relocated
+ * first instructions (np_x86_ret_call). The callee sees the stack it would
+ * have seen, with the trampoline's return point where its return address
+ * was; its `ret` is predicted by the return stack buffer, which the call
+ * fed, and the return path leaves with a `ret` to the caller's address,
+ * which consumes the caller's own prediction. Offsets of struct np_thread
+ * and struct np_shadow_frame are checked against these in runtime.c. */
+
+/* rcx = a frame index, rax = the block: rdx = the frame. */
+#define FRAME_ADDR \
+	imul $48, %rcx, %rdx; \
+	lea T_SHADOW(%rax, %rdx), %rdx
+
+/* Arm the return unless a handler redirected the call: push the frame,
+ * mark ctx. A full shadow stack goes to np__shadow_arm, which counts the
+ * miss. rbx = ctx; rax, rcx, rdx, rsi, rdi, r8 are saved in ctx. */
 TEMPLATE(np_x86_arm)
 	cmpl $0, 12(%rbx)
-	jne 1f
-	mov %rbx, %rdi
+	jne 2f
+	TLS_LOAD(np_x86_arm_tls)	/* the block: the guard found it */
+	mov T_TOP(%rax), %ecx
+	cmp $SHADOW_DEPTH, %ecx
+	jae 1f
+	FRAME_ADDR
+	mov 48(%rbx), %rsi		/* entry rsp: the return address's slot */
+	mov (%rsi), %rdi
+	mov %rdi, F_RET(%rdx)
+	mov %rsi, F_SLOT(%rdx)
+	mov 0(%rbx), %rdi		/* ctx.site */
+	mov %rdi, F_SITE(%rdx)
+	mov S_GEN(%rdi), %r8d
+	mov %r8d, F_GEN(%rdx)
+	.byte 0x48, 0xbf		/* movabs $return_point, %rdi */
+	.globl np_x86_arm_expect; .hidden np_x86_arm_expect
+np_x86_arm_expect: .quad 0
+	mov %rdi, F_EXPECT(%rdx)
+	inc %ecx
+	mov %ecx, T_TOP(%rax)
+	orl $CTX_ARMED, 8(%rbx)
+	jmp 2f
+1:	mov %rbx, %rdi
 	SLOT(np_x86_arm_fn)
 	call *%rax
-1:
+2:
 END(np_x86_arm)
+
+/* After the restore (which leaves ZF clear when ctx was ARMED; flags are
+ * dead at a function entry): not armed, run the function as it is;
+ * armed, call it. Both rel32 reach the relocated instructions, past the
+ * return path that follows this piece. */
+TEMPLATE(np_x86_ret_call)
+	.byte 0x0f, 0x84		/* jz body */
+	IMM32(np_x86_ret_call_jz)
+	lea 8(%rsp), %rsp		/* the caller's address is in the frame */
+	.byte 0xe8			/* call body */
+	IMM32(np_x86_ret_call_call)
+END(np_x86_ret_call)
+
+/* The return point: rsp is the entry rsp + 8, as the caller expects after
+ * its call. Live: rax, rdx (xmm0, xmm1: handlers that may touch them get
+ * the vector save) and the callee-saved registers. ctx is built as the
+ * shared return trampoline builds it; ctx.flags, at the entry rsp, is the
+ * word the final `ret` takes. */
+TEMPLATE(np_x86_ret_save)
+	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
+	push %rbp
+	lea -8(%rsp), %rsp		/* rsp */
+	push %rbx
+	push %rdx
+	lea -8(%rsp), %rsp		/* rcx: dead */
+	push %rax
+	lea -16(%rsp), %rsp
+	lea 288(%rsp), %rax
+	mov %rax, 48(%rsp)
+	SLOT(np_x86_ret_save_site)
+	mov %rax, (%rsp)
+	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
+	mov %rsp, %rbx
+	and $-16, %rsp			/* a caller that broke the ABI's alignment */
+END(np_x86_ret_save)
+
+/* Pop this call's frame, inline when it is on top and nothing is unusual;
+ * otherwise (frames a longjmp skipped above it, a nested hit, a trampoline
+ * older than the site's handler set) np__ret_dispatch does it all. */
+TEMPLATE(np_x86_ret_enter)
+	TLS_LOAD(np_x86_ret_enter_tls)	/* the block that armed the call */
+	cmpq $0, (%rax)			/* a handler is running */
+	jne 1f
+	mov T_TOP(%rax), %ecx
+	test %ecx, %ecx
+	jz 1f
+	dec %ecx
+	FRAME_ADDR
+	lea 280(%rbx), %rsi		/* the slot this call's return address had */
+	cmp %rsi, F_SLOT(%rdx)
+	jne 1f
+	.byte 0x48, 0xbe		/* movabs $site, %rsi */
+	.globl np_x86_ret_enter_site; .hidden np_x86_ret_enter_site
+np_x86_ret_enter_site: .quad 0
+	mov %rsi, (%rax)		/* in_site = site, then the version */
+	.byte 0x81, 0x3e		/* cmpl $version, (%rsi) */
+	IMM32(np_x86_ret_enter_version)
+	jne 0f
+	mov %ecx, T_TOP(%rax)
+	mov F_RET(%rdx), %rsi
+	mov %rsi, 272(%rbx)		/* ctx.pc: where the call returns */
+	mov %rsi, 280(%rbx)		/* the word our ret takes */
+	mov F_DATA(%rdx), %rsi
+	mov %rsi, T_RET_DATA(%rax)	/* np_ctx_call_data */
+	movq $0, F_DATA(%rdx)
+	jmp 2f
+0:	movq $0, (%rax)
+1:	lea -32(%rsp), %rsp		/* C code may use xmm0/xmm1 */
+	movaps %xmm0, 0(%rsp)
+	movaps %xmm1, 16(%rsp)
+	mov %rbx, %rdi
+	SLOT(np_x86_ret_enter_slow)
+	call *%rax
+	movaps 0(%rsp), %xmm0
+	movaps 16(%rsp), %xmm1
+	lea 32(%rsp), %rsp
+	mov 272(%rbx), %rax
+	mov %rax, 280(%rbx)
+	.byte 0xe9			/* jmp past the handler calls */
+	IMM32(np_x86_ret_enter_done_rel)
+2:
+END(np_x86_ret_enter)
+
+TEMPLATE(np_x86_ret_handler)
+	mov %rbx, %rdi
+	.byte 0x48, 0xbe		/* movabs $data, %rsi */
+	.globl np_x86_ret_handler_data; .hidden np_x86_ret_handler_data
+np_x86_ret_handler_data: .quad 0
+	SLOT(np_x86_ret_handler_fn)
+	call *%rax
+END(np_x86_ret_handler)
+
+/* Return values from ctx (a handler may have set rax), then a ret to the
+ * caller: the return stack buffer predicts it. Every load before rsp goes
+ * above ctx: below rsp, a signal frame may land on it (rcx is dead). */
+TEMPLATE(np_x86_ret_restore)
+	mov 16(%rbx), %rax
+	mov 32(%rbx), %rdx
+	mov 56(%rbx), %rbp
+	mov %rbx, %rcx
+	mov 40(%rcx), %rbx
+	lea 280(%rcx), %rsp
+	ret
+END(np_x86_ret_restore)
 
 TEMPLATE(np_x86_leave)
 	TLS_LOAD(np_x86_leave_tls)
@@ -250,7 +413,8 @@ TEMPLATE(np_x86_restore_entry)
 	je 1f
 	SLOT(np_x86_restore_entry_redirect_imm)
 	jmp *%rax
-1:	POP_GPRS
+1:	testl $CTX_ARMED, 8(%rsp)	/* for np_x86_ret_call */
+	POP_GPRS
 	lea 144(%rsp), %rsp
 END(np_x86_restore_entry)
 

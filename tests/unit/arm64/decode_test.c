@@ -81,6 +81,29 @@ TEST(landing_pads_are_refused_so_indirect_branches_still_find_them)
 	}
 }
 
+/* What an entry probe moves past, and what each pad leaves in x30. */
+TEST(landing_pad_kinds_say_which_key_signed_the_return_address)
+{
+	static const struct {
+		uint32_t w;
+		unsigned kind;
+	} v[] = {
+		{0xd503241f, NP_PAD_BTI},   /* bti */
+		{0xd503245f, NP_PAD_BTI},   /* bti c */
+		{0xd503249f, NP_PAD_BTI},   /* bti j */
+		{0xd50324df, NP_PAD_BTI},   /* bti jc */
+		{0xd503233f, NP_PAD_PAC_A}, /* paciasp */
+		{0xd503237f, NP_PAD_PAC_B}, /* pacibsp */
+		{0xd50323bf, NP_PAD_NONE},  /* autiasp */
+		{0xd503201f, NP_PAD_NONE},  /* nop */
+		{0xd503219f, NP_PAD_NONE},  /* pacia1716: no landing pad */
+		{0xa9bf7bfd, NP_PAD_NONE},  /* stp x29, x30, [sp, #-16]! */
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
+		CHECK_EQ(np_isa_arm64.landing_pad((const uint8_t *)&v[i].w, 4), v[i].kind);
+	CHECK_EQ(np_isa_arm64.landing_pad((const uint8_t *)&v[0].w, 3), NP_PAD_NONE);
+}
+
 /*
  *   0 1:  ldaxr w1, [x0]
  *   4     cmp   w1, w2

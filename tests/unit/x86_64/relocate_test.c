@@ -138,48 +138,56 @@ TEST(loop_keeps_its_addr32_prefix_and_reaches_far_targets)
 
 /* ---- calls keep the original return address ---- */
 
-TEST(call_rel32_pushes_the_original_return_address_then_jumps)
+/* call 1f; int3; 1: (a real call: the return stack buffer stays in step) */
+static const uint8_t real_call[6] = {0xe8, 0x01, 0x00, 0x00, 0x00, 0xcc};
+
+TEST(call_rel32_calls_then_stores_the_original_return_address_then_jumps)
 {
 	const uint8_t src[] = {0xe8, 0x00, 0x01, 0x00, 0x00}; /* call .+0x105 */
-	const uint8_t movl[] = {0xc7, 0x44, 0x24, 0x04};     /* movl $hi,4(%rsp) */
+	const uint8_t lo[] = {0xc7, 0x04, 0x24};             /* movl $lo,(%rsp) */
+	const uint8_t hi[] = {0xc7, 0x44, 0x24, 0x04};       /* movl $hi,4(%rsp) */
 	uint8_t out[64];
 	uint64_t ret = SRC + 5;
 
 	CHECK_EQ(x86_roundtrip(src, sizeof(src), SRC, SRC + GIB, ret, out, sizeof(out)),
-		 5 + 8 + 5 + 5);
-	CHECK_EQ(out[0], 0x68); /* push $lo */
-	CHECK_EQ(le32(out + 1), (uint32_t)ret);
-	CHECK(memcmp(out + 5, movl, sizeof(movl)) == 0);
-	CHECK_EQ(le32(out + 9), (uint32_t)(ret >> 32));
-	CHECK_EQ(out[13], 0xe9);
+		 6 + 7 + 8 + 5 + 5);
+	CHECK(memcmp(out, real_call, sizeof(real_call)) == 0);
+	CHECK(memcmp(out + 6, lo, sizeof(lo)) == 0);
+	CHECK_EQ(le32(out + 9), (uint32_t)ret);
+	CHECK(memcmp(out + 13, hi, sizeof(hi)) == 0);
+	CHECK_EQ(le32(out + 17), (uint32_t)(ret >> 32));
+	CHECK_EQ(out[21], 0xe9);
 }
 
-TEST(call_from_a_low_address_needs_only_the_push)
+TEST(call_from_a_low_address_needs_one_sign_extended_store)
 {
 	const uint8_t src[] = {0xe8, 0x00, 0x01, 0x00, 0x00};
+	const uint8_t movq[] = {0x48, 0xc7, 0x04, 0x24}; /* movq $simm32,(%rsp) */
 	struct np_reloc r = {src, sizeof(src), 0x401000, NULL, 0, 0x40000000, 0};
 	uint8_t out[64];
 
 	r.dst = out;
 	r.dst_cap = sizeof(out);
-	CHECK_EQ(ISA->relocate(&r), 5 + 5);
-	CHECK_EQ(out[0], 0x68);
-	CHECK_EQ(le32(out + 1), 0x401005); /* sign-extends to the whole address */
-	CHECK_EQ(out[5], 0xe9);
+	CHECK_EQ(ISA->relocate(&r), 6 + 8 + 5);
+	CHECK(memcmp(out, real_call, sizeof(real_call)) == 0);
+	CHECK(memcmp(out + 6, movq, sizeof(movq)) == 0);
+	CHECK_EQ(le32(out + 10), 0x401005); /* sign-extends to the whole address */
+	CHECK_EQ(out[14], 0xe9);
 }
 
-TEST(call_through_register_becomes_push_and_jmp_through_it)
+TEST(call_through_register_becomes_call_store_and_jmp_through_it)
 {
 	const uint8_t rax[] = {0xff, 0xd0}, r11[] = {0x41, 0xff, 0xd3}, nt[] = {0x3e, 0xff, 0xd0};
 	uint8_t out[64];
 
-	CHECK_EQ(x86_roundtrip(rax, sizeof(rax), SRC, SRC + GIB, 0, out, sizeof(out)), 13 + 2);
-	CHECK(out[13] == 0xff && out[14] == 0xe0); /* jmp *%rax */
-	CHECK_EQ(le32(out + 1), (uint32_t)(SRC + 2));
-	CHECK_EQ(x86_roundtrip(r11, sizeof(r11), SRC, SRC + GIB, 0, out, sizeof(out)), 13 + 3);
-	CHECK(out[13] == 0x41 && out[14] == 0xff && out[15] == 0xe3); /* jmp *%r11 */
-	CHECK_EQ(x86_roundtrip(nt, sizeof(nt), SRC, SRC + GIB, 0, out, sizeof(out)), 13 + 3);
-	CHECK(out[13] == 0x3e && out[15] == 0xe0); /* notrack stays */
+	CHECK_EQ(x86_roundtrip(rax, sizeof(rax), SRC, SRC + GIB, 0, out, sizeof(out)), 21 + 2);
+	CHECK(memcmp(out, real_call, sizeof(real_call)) == 0);
+	CHECK(out[21] == 0xff && out[22] == 0xe0); /* jmp *%rax */
+	CHECK_EQ(le32(out + 9), (uint32_t)(SRC + 2));
+	CHECK_EQ(x86_roundtrip(r11, sizeof(r11), SRC, SRC + GIB, 0, out, sizeof(out)), 21 + 3);
+	CHECK(out[21] == 0x41 && out[22] == 0xff && out[23] == 0xe3); /* jmp *%r11 */
+	CHECK_EQ(x86_roundtrip(nt, sizeof(nt), SRC, SRC + GIB, 0, out, sizeof(out)), 21 + 3);
+	CHECK(out[21] == 0x3e && out[23] == 0xe0); /* notrack stays */
 }
 
 TEST(call_through_an_rsp_slot_reads_it_eight_bytes_further)
@@ -189,10 +197,10 @@ TEST(call_through_an_rsp_slot_reads_it_eight_bytes_further)
 	const uint8_t jmp10[] = {0xff, 0x64, 0x24, 0x10}, jmp08[] = {0xff, 0x64, 0x24, 0x08};
 	uint8_t out[64];
 
-	CHECK_EQ(x86_roundtrip(disp8, sizeof(disp8), SRC, SRC + GIB, 0, out, sizeof(out)), 17);
-	CHECK(memcmp(out + 13, jmp10, sizeof(jmp10)) == 0);
-	CHECK_EQ(x86_roundtrip(nodisp, sizeof(nodisp), SRC, SRC + GIB, 0, out, sizeof(out)), 17);
-	CHECK(memcmp(out + 13, jmp08, sizeof(jmp08)) == 0);
+	CHECK_EQ(x86_roundtrip(disp8, sizeof(disp8), SRC, SRC + GIB, 0, out, sizeof(out)), 25);
+	CHECK(memcmp(out + 21, jmp10, sizeof(jmp10)) == 0);
+	CHECK_EQ(x86_roundtrip(nodisp, sizeof(nodisp), SRC, SRC + GIB, 0, out, sizeof(out)), 25);
+	CHECK(memcmp(out + 21, jmp08, sizeof(jmp08)) == 0);
 }
 
 TEST(call_through_a_rip_slot_becomes_jmp_through_the_same_slot)
@@ -201,10 +209,10 @@ TEST(call_through_a_rip_slot_becomes_jmp_through_the_same_slot)
 	uint8_t out[64];
 	uint64_t dst = SRC - GIB;
 
-	CHECK_EQ(x86_roundtrip(src, sizeof(src), SRC, dst, SRC + 6, out, sizeof(out)), 13 + 6 + 5);
-	CHECK(out[13] == 0xff && out[14] == 0x25);
-	CHECK_EQ(le32(out + 15), (uint32_t)(SRC + 6 + 0x1000 - (dst + 19)));
-	CHECK_EQ(le32(out + 1), (uint32_t)(SRC + 6));
+	CHECK_EQ(x86_roundtrip(src, sizeof(src), SRC, dst, SRC + 6, out, sizeof(out)), 21 + 6 + 5);
+	CHECK(out[21] == 0xff && out[22] == 0x25);
+	CHECK_EQ(le32(out + 23), (uint32_t)(SRC + 6 + 0x1000 - (dst + 27)));
+	CHECK_EQ(le32(out + 9), (uint32_t)(SRC + 6));
 }
 
 TEST(cannot_relocate_call_through_rsp_itself)
