@@ -211,6 +211,52 @@ uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
 	return c->base;
 }
 
+/* Is pc inside trampoline memory (a trampoline or an out-of-line copy,
+ * live or retired)? Read by a signal handler while the engine waits for
+ * it (patch.c): the list only grows, under the engine lock. */
+bool np_codemem_holds(uint64_t pc)
+{
+	for (const struct chunk *c = chunks; c; c = c->next)
+		if (pc >= c->base && pc < c->base + CHUNK)
+			return true;
+	return false;
+}
+
+/* Where trampolines jump back to (their region's end), kept for as long as
+ * their memory is (for good, see np_codemem_retire): a thread still inside
+ * a retired one lands there, whatever has been patched over it since. */
+static uint64_t *landings;
+static size_t nlandings, landings_cap;
+static bool landing_lost; /* out of memory once: every range is at risk */
+
+void np_codemem_note_landing(uint64_t land)
+{
+	for (size_t i = nlandings; i-- > 0 && i + 8 >= nlandings;)
+		if (landings[i] == land)
+			return; /* rebuilt often: the last few are the likely repeats */
+	if (nlandings == landings_cap) {
+		size_t cap = landings_cap ? 2 * landings_cap : 64;
+		uint64_t *v = realloc(landings, cap * sizeof(*v));
+		if (!v) {
+			landing_lost = true;
+			return;
+		}
+		landings = v, landings_cap = cap;
+	}
+	landings[nlandings++] = land;
+}
+
+/* Can a thread in some trampoline land strictly inside (start, end)? */
+bool np_codemem_lands_inside(uint64_t start, uint64_t end)
+{
+	if (landing_lost)
+		return true;
+	for (size_t i = 0; i < nlandings; i++)
+		if (landings[i] > start && landings[i] < end)
+			return true;
+	return false;
+}
+
 /* Retired code is never handed out again here: a thread may still be
  * inside it (see docs/design.md, "Retiring trampolines"). */
 void np_codemem_retire(uint64_t addr, size_t len)

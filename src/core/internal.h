@@ -300,6 +300,9 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 /* len bytes starting in [lo, lo + size); 0 if no room can be found there. */
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
+bool np_codemem_holds(uint64_t pc);
+void np_codemem_note_landing(uint64_t land);
+bool np_codemem_lands_inside(uint64_t start, uint64_t end);
 int np_code_write(uint64_t addr, const void *src, size_t len);
 /* A trampoline's bytes: in a batch, gathered with its neighbours' into one
  * write, made before the next np_code_write. */
@@ -321,10 +324,14 @@ int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, 
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are
  * left there (their pc is checked) so that no call fails with EINTR.
+ * new_code: the bytes become other than the original (a jump): threads
+ * that may be on their way through a trampoline landing inside them are
+ * counted (patch.c). Under qemu-user, every guest thread must answer;
+ * the emulator's own threads are left.
  * 0 (then np_threads_resume() must follow) or -EAGAIN / -errno, with no
  * thread stopped. Engine lock held. */
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
-		    void *cookie);
+		    void *cookie, bool new_code);
 void np_threads_resume(void);
 int np_patch_init(void);
 /* The signal that moves threads out of bytes being patched: a thread that

@@ -90,6 +90,7 @@ static int build(struct np_region *r)
 	}
 	r->tramp = at;
 	r->tramp_len = (size_t)n;
+	np_codemem_note_landing(r->end); /* where it jumps back (patch.c) */
 	return 0;
 }
 
