@@ -94,27 +94,38 @@ static struct {
 /* Could this thread be on its way through a trampoline (which jumps back
  * to a fixed address, maybe inside the bytes being patched)? In one, in
  * a handler, or with a return address into one among the words just
- * above its stack pointer (the save code and np__dispatch, before and
- * after the handlers). Conservative: a stale word there counts too. */
+ * above its stack pointer: the save code (riscv: np_rv_site_rest keeps
+ * the block's return address 552 bytes above its sp) and np__dispatch
+ * before and after the handlers. Conservative: a stale word there counts
+ * too. The words are read fault-safe (np_read_user: the SIGSEGV guard
+ * works here, the handler leaves SIGSEGV and SIGBUS unblocked). */
 #define STACK_LOOK 2048
 __attribute__((no_sanitize("address"))) static bool in_trampoline_path(const struct np_regs *regs)
 {
 	struct np_thread *t = np_thread_peek();
 	if (np_codemem_holds(regs->pc) || (t && atomic_load(&t->in_site)))
 		return true;
-	uint64_t sp = regs->gpr[np_host_isa->sp_reg], words[32];
-	for (uint64_t at = sp; at < sp + STACK_LOOK; at += sizeof(words)) {
-		if (np_read_user(words, at, sizeof(words)))
-			return false; /* the stack ends here */
-		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
+	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
+		size_t n = sizeof(words) / sizeof(words[0]);
+		if (np_read_user(words, at, sizeof(words))) /* the stack may end here */
+			for (n = 0; n < sizeof(words) / sizeof(words[0]) &&
+				    !np_read_user(&words[n], at + 8 * n, 8);
+			     n++)
+				;
+		for (size_t i = 0; i < n; i++)
 			if (np_codemem_holds(words[i]))
 				return true;
+		if (n < sizeof(words) / sizeof(words[0]))
+			return false;
+		at += sizeof(words);
 	}
 	return false;
 }
 
-/* Runs with every signal blocked, while breakpoints are in place: a
- * breakpoint here would kill the thread. Not instrumented by ASan, whose
+/* Runs with every signal blocked but SIGSEGV and SIGBUS (see
+ * np_patch_init), while breakpoints are in place: a breakpoint here
+ * would kill the thread. Not instrumented by ASan, whose
  * epilogue for a frame this large calls libc's memset (see trap.c). */
 __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, siginfo_t *si,
 								   void *ucv)
@@ -589,5 +600,9 @@ int np_patch_init(void)
 	struct sigaction sa = {.sa_sigaction = fixup_handler,
 			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK};
 	sigfillset(&sa.sa_mask);
+	/* faults of the handler's own fault-safe reads (in_trampoline_path) go
+	 * to the guard of uread.c; a blocked one would kill the thread */
+	sigdelset(&sa.sa_mask, SIGSEGV);
+	sigdelset(&sa.sa_mask, SIGBUS);
 	return sigaction(fixup_sig, &sa, NULL) ? -errno : 0;
 }
