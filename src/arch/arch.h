@@ -180,6 +180,12 @@ struct np_isa {
 				  * convention: caller-saved, not arguments,
 				  * less the ISA's known exceptions */
 	uint64_t scratch_ok;     /* registers that may ever serve as scratch */
+	/* Live patching: must every other thread be stopped while the len
+	 * bytes at addr, now 'old', become 'new'? True when another hart may
+	 * not fetch the change whole (riscv64: more than one aligned
+	 * instruction parcel or word changes). NULL: never; the core's
+	 * breakpoint-first protocol suffices (x86-64). */
+	bool (*patch_needs_stop)(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
 	uint64_t millicode_link; /* a call linking through one of these is
 				  * millicode, which keeps no convention
 				  * (riscv t0: __riscv_save_N) */

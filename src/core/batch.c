@@ -94,8 +94,7 @@ static int queue(struct np_region *r, bool install, bool move, const uint8_t *by
 
 int np_batch_install(struct np_region *r, bool move_threads)
 {
-	size_t len = r->strategy == NP_STRATEGY_JUMP ? np_host_isa->jump_len
-						     : np_host_isa->trap_len;
+	size_t len = r->strategy == NP_STRATEGY_JUMP ? r->jump_len : np_host_isa->trap_len;
 	return queue(r, true, move_threads, r->patch, len);
 }
 

@@ -211,6 +211,52 @@ uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
 	return c->base;
 }
 
+/* Is pc inside trampoline memory (a trampoline or an out-of-line copy,
+ * live or retired)? Read by a signal handler while the engine waits for
+ * it (patch.c): the list only grows, under the engine lock. */
+bool np_codemem_holds(uint64_t pc)
+{
+	for (const struct chunk *c = chunks; c; c = c->next)
+		if (pc >= c->base && pc < c->base + CHUNK)
+			return true;
+	return false;
+}
+
+/* Where trampolines jump back to (their region's end), kept for as long as
+ * their memory is (for good, see np_codemem_retire): a thread still inside
+ * a retired one lands there, whatever has been patched over it since. */
+static uint64_t *landings;
+static size_t nlandings, landings_cap;
+static bool landing_lost; /* out of memory once: every range is at risk */
+
+void np_codemem_note_landing(uint64_t land)
+{
+	for (size_t i = nlandings; i-- > 0 && i + 8 >= nlandings;)
+		if (landings[i] == land)
+			return; /* rebuilt often: the last few are the likely repeats */
+	if (nlandings == landings_cap) {
+		size_t cap = landings_cap ? 2 * landings_cap : 64;
+		uint64_t *v = realloc(landings, cap * sizeof(*v));
+		if (!v) {
+			landing_lost = true;
+			return;
+		}
+		landings = v, landings_cap = cap;
+	}
+	landings[nlandings++] = land;
+}
+
+/* Can a thread in some trampoline land strictly inside (start, end)? */
+bool np_codemem_lands_inside(uint64_t start, uint64_t end)
+{
+	if (landing_lost)
+		return true;
+	for (size_t i = 0; i < nlandings; i++)
+		if (landings[i] > start && landings[i] < end)
+			return true;
+	return false;
+}
+
 /* Retired code is never handed out again here: a thread may still be
  * inside it (see docs/design.md, "Retiring trampolines"). */
 void np_codemem_retire(uint64_t addr, size_t len)
@@ -254,17 +300,27 @@ static int open_mem(void)
 }
 
 /* Whole aligned words go in one store each: a `b` or `brk` replacing a
- * word while other threads run must be single-copy atomic (docs/arm64.md). */
+ * word while other threads run must be single-copy atomic (docs/arm64.md);
+ * so must riscv64's 16-bit c.ebreak and its parcels (docs/riscv64.md). */
 static void store_code(uint64_t addr, const void *src, size_t len)
 {
-	if ((addr | len) % sizeof(uint32_t)) {
-		memcpy((void *)addr, src, len);
-		return;
-	}
-	for (size_t i = 0; i < len; i += sizeof(uint32_t)) {
-		uint32_t w;
-		memcpy(&w, (const uint8_t *)src + i, sizeof(w));
-		__atomic_store_n((uint32_t *)(addr + i), w, __ATOMIC_RELAXED);
+	const uint8_t *s = src;
+	for (size_t i = 0; i < len;) {
+		uint64_t at = addr + i;
+		if (at % 4 == 0 && len - i >= 4) {
+			uint32_t w;
+			memcpy(&w, s + i, sizeof(w));
+			__atomic_store_n((uint32_t *)at, w, __ATOMIC_RELAXED);
+			i += 4;
+		} else if (at % 2 == 0 && len - i >= 2) {
+			uint16_t h;
+			memcpy(&h, s + i, sizeof(h));
+			__atomic_store_n((uint16_t *)at, h, __ATOMIC_RELAXED);
+			i += 2;
+		} else {
+			*(volatile uint8_t *)at = s[i];
+			i++;
+		}
 	}
 }
 

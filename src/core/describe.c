@@ -58,13 +58,18 @@ int np_describe_site(const struct fn_view *v, uint64_t addr, enum np_strategy *c
 		     size_t len)
 {
 	struct plan p;
-	if (np_plan_jump(v, addr, &p) == 0) {
+	char first[sizeof(p.why)];
+	int err = np_plan_jump(v, addr, NP_JUMP_SHORT, &p);
+	memcpy(first, p.why, sizeof(first));
+	if (err && np_host_isa->emit_jump_via)
+		err = np_plan_jump(v, addr, NP_JUMP_LONG, &p);
+	if (err == 0) {
 		*chosen = NP_STRATEGY_JUMP;
 		if (len)
 			why[0] = '\0';
 		return 0;
 	}
-	snprintf(why, len, "%s", p.why);
+	snprintf(why, len, "%s", np_host_isa->emit_jump_via ? p.why : first);
 	if (np_plan_trap(v, addr, &p)) {
 		snprintf(why, len, "%s", p.why);
 		return -EOPNOTSUPP;

@@ -135,6 +135,13 @@ struct np_region {
 	uint32_t tramp_off[NP_MAX_REGION_INSNS]; /* where each insn's block starts */
 	uint64_t tramp;               /* trampoline or out-of-line slot */
 	size_t tramp_len;
+	/* JUMP: the patch is jump_len bytes; jump_via != 0 means the long
+	 * form through one of those registers (free at the site), for ISAs
+	 * whose far jump needs one (np_isa.emit_jump_via: riscv64). */
+	unsigned jump_len;
+	uint64_t jump_via;
+	uint64_t jumps_to;            /* where the patch in place jumps, 0: none */
+	struct np_reloc_scratch scratch; /* what relocated code may clobber */
 	struct np_site *sites[NP_MAX_REGION_INSNS]; /* per insn, or NULL */
 };
 
@@ -271,6 +278,9 @@ struct np_func_bounds {
 	uint64_t start, end;  /* the function, [start, end) */
 	uint64_t limit;       /* first address owned by something else */
 	bool known;
+	bool called;          /* start is an ELF symbol's entry, reached by calls
+			       * (not GCC's .cold part): the calling convention
+			       * holds there */
 };
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
 /* addr is the entry of setjmp, vfork or another function that returns
@@ -290,6 +300,9 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 /* len bytes starting in [lo, lo + size); 0 if no room can be found there. */
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
+bool np_codemem_holds(uint64_t pc);
+void np_codemem_note_landing(uint64_t land);
+bool np_codemem_lands_inside(uint64_t start, uint64_t end);
 int np_code_write(uint64_t addr, const void *src, size_t len);
 /* A trampoline's bytes: in a batch, gathered with its neighbours' into one
  * write, made before the next np_code_write. */
@@ -307,6 +320,19 @@ void np_barrier_threads(void); /* full memory barrier on every running thread */
 int np_threads_move_out(uint64_t start, uint64_t end,
 			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
+/* Stop every other thread of the process while code is written: each one
+ * that runs user code waits in a signal handler, after its pc was moved by
+ * map() when it lay in (start, end); threads blocked in a system call are
+ * left there (their pc is checked) so that no call fails with EINTR.
+ * new_code: the bytes become other than the original (a jump): threads
+ * that may be on their way through a trampoline landing inside them are
+ * counted (patch.c). Under qemu-user, every guest thread must answer;
+ * the emulator's own threads are left.
+ * 0 (then np_threads_resume() must follow) or -EAGAIN / -errno, with no
+ * thread stopped. Engine lock held. */
+int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
+		    void *cookie, bool new_code);
+void np_threads_resume(void);
 int np_patch_init(void);
 /* The signal that moves threads out of bytes being patched: a thread that
  * blocks it makes such a patch fail. */
@@ -325,6 +351,10 @@ extern const struct np_isa *np_host_isa;
 #define NP_HOST_ISA np_isa_arm64
 #define NP_HOST_ELF_MACHINE 183 /* EM_AARCH64 */
 #define NP_CPU_RELAX() __asm__ volatile("yield")
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NP_HOST_ISA np_isa_riscv64
+#define NP_HOST_ELF_MACHINE 243 /* EM_RISCV */
+#define NP_CPU_RELAX() __asm__ volatile(".insn i 0x0f, 0, x0, x0, 0x010") /* pause */
 #else
 #error "nanoprobe has no runtime for this host CPU"
 #endif

@@ -24,9 +24,12 @@
  * with EAGAIN rather than risk it.
  */
 #include "core/internal.h"
+#include "core/maps.h"
+#include "core/nolibc.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,10 +78,54 @@ static struct {
 	uint64_t (*map)(void *cookie, uint64_t pc);
 	void *cookie;
 	_Atomic int acks;
+	/* np_threads_stop: a thread that answered waits in the handler until
+	 * 'released' reaches the round it answered; acked[] holds each answer
+	 * as round << 32 | tid, so that an answer is never taken for one of a
+	 * later round */
+	_Atomic bool hold;
+	_Atomic unsigned round, released;
+	_Atomic uint64_t acked[4096];
+	/* np_threads_stop with 'risky' (a trampoline lands inside the range):
+	 * how many answering threads may be on their way through one */
+	_Atomic bool risky;
+	_Atomic int busy;
 } req;
 
-/* Runs with every signal blocked, while breakpoints are in place: a
- * breakpoint here would kill the thread. Not instrumented by ASan, whose
+/* Could this thread be on its way through a trampoline (which jumps back
+ * to a fixed address, maybe inside the bytes being patched)? In one, in
+ * a handler, or with a return address into one among the words just
+ * above its stack pointer: the save code (riscv: np_rv_site_rest keeps
+ * the block's return address 552 bytes above its sp) and np__dispatch
+ * before and after the handlers. Conservative: a stale word there counts
+ * too. The words are read fault-safe (np_read_user: the SIGSEGV guard
+ * works here, the handler leaves SIGSEGV and SIGBUS unblocked). */
+#define STACK_LOOK 2048
+__attribute__((no_sanitize("address"))) static bool in_trampoline_path(const struct np_regs *regs)
+{
+	struct np_thread *t = np_thread_peek();
+	if (np_codemem_holds(regs->pc) || (t && atomic_load(&t->in_site)))
+		return true;
+	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
+	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
+		size_t n = sizeof(words) / sizeof(words[0]);
+		if (np_read_user(words, at, sizeof(words))) /* the stack may end here */
+			for (n = 0; n < sizeof(words) / sizeof(words[0]) &&
+				    !np_read_user(&words[n], at + 8 * n, 8);
+			     n++)
+				;
+		for (size_t i = 0; i < n; i++)
+			if (np_codemem_holds(words[i]))
+				return true;
+		if (n < sizeof(words) / sizeof(words[0]))
+			return false;
+		at += sizeof(words);
+	}
+	return false;
+}
+
+/* Runs with every signal blocked but SIGSEGV and SIGBUS (see
+ * np_patch_init), while breakpoints are in place: a breakpoint here
+ * would kill the thread. Not instrumented by ASan, whose
  * epilogue for a frame this large calls libc's memset (see trap.c). */
 __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, siginfo_t *si,
 								   void *ucv)
@@ -87,29 +134,94 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 	(void)si;
 	ucontext_t *uc = ucv;
 	struct np_regs regs;
+	/* round first: np_threads_stop sets hold and the request before it */
+	unsigned round = atomic_load(&req.round);
+	bool stopping = atomic_load(&req.hold);
+	if (stopping && atomic_load(&req.released) >= round)
+		return; /* a late signal of a round over (or not yet begun) */
 	np_host_regs_from_uc(&regs, uc);
+	if (stopping && atomic_load(&req.risky)) {
+		int saved_errno = *np_errno(); /* np_read_user may set it */
+		if (in_trampoline_path(&regs))
+			atomic_fetch_add(&req.busy, 1);
+		*np_errno() = saved_errno;
+	}
 	if (regs.pc > req.start && regs.pc < req.end && req.map) {
 		regs.pc = req.map(req.cookie, regs.pc);
 		np_host_regs_to_uc(&regs, uc);
 	}
-	atomic_fetch_add(&req.acks, 1);
+	int slot = atomic_fetch_add(&req.acks, 1);
+	if (!stopping)
+		return;
+	uint64_t tid = (uint64_t)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	if (slot >= 0 && slot < (int)(sizeof(req.acked) / sizeof(req.acked[0])))
+		atomic_store(&req.acked[slot], (uint64_t)round << 32 | (uint32_t)tid);
+	for (unsigned spin = 0; atomic_load(&req.released) < round; spin++)
+		if (spin < 1000)
+			NP_CPU_RELAX();
+		else /* raw: a probed sched_yield would recurse */
+			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
-/* 1: blocked with a known pc outside the range, 0: must be asked. */
-static int blocked_outside(int tid, uint64_t start, uint64_t end)
+/* What /proc/self/task/TID/syscall tells of a thread. */
+enum look {
+	LOOK_ASK,     /* running, or blocked with its pc inside the range */
+	LOOK_LEAVE,   /* blocked in a system call at a pc outside the range
+		       * (or gone) */
+	LOOK_FOREIGN, /* blocked at a pc that is none of the program's code */
+};
+
+/* On Linux a blocked thread's user pc is the program's (libc, the vDSO).
+ * Under qemu-user it is the emulator's own (LOOK_FOREIGN, only looked for
+ * when 'foreign' is asked): the thread is either a guest thread waiting
+ * in the emulator, whose guest pc is unknown (it may sit between two
+ * translated blocks, anywhere, even inside the range), or one of the
+ * emulator's own threads. */
+static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign)
 {
 	char path[64], buf[256];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return 1; /* thread gone */
+		return LOOK_LEAVE; /* thread gone */
 	char *line = fgets(buf, sizeof(buf), f);
 	fclose(f);
 	if (!line || strncmp(line, "running", 7) == 0)
-		return 0;
+		return LOOK_ASK;
 	char *last = strrchr(line, ' ');
 	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	return !(pc > start && pc < end) && pc != 0;
+	if (foreign && pc != 0 && !np_code_mapped_exec(pc, 1))
+		return LOOK_FOREIGN;
+	return !(pc > start && pc < end) && pc != 0 ? LOOK_LEAVE : LOOK_ASK;
+}
+
+#define SIGBIT(s) (1ull << ((s) - 1))
+
+/* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
+ * with every host signal blocked but the synchronous SIGSEGV, SIGFPE and
+ * SIGILL, for good: they run no guest code and never answer. A guest
+ * thread never has that mask: qemu gives it the guest's own mask less
+ * SIGSEGV and SIGBUS, or, while it delivers a signal, every signal. Raw
+ * reads: no allocation. */
+static bool emulator_thread(int tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *at = strstr(buf, "\nSigBlk:");
+	if (!at)
+		return false;
+	uint64_t blk = strtoull(at + 8, NULL, 16);
+	uint64_t on = SIGBIT(SIGBUS) | SIGBIT(SIGINT) | SIGBIT(SIGTERM);
+	uint64_t off = SIGBIT(SIGILL) | SIGBIT(SIGFPE);
+	return (blk & on) == on && !(blk & off);
 }
 
 /* Wait until 'want' acks arrived; a thread that exited counts as done. */
@@ -130,13 +242,146 @@ static int wait_acks(int want, const int *tids, int n)
 		}
 		if (atomic_load(&req.acks) + gone >= want)
 			return 0;
-		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
-		return -EAGAIN;
+		return -EAGAIN; /* the callers log, once no thread is held */
 	}
 	return 0;
 }
 
 #define MAX_ASK 4096
+
+static bool answered(int tid)
+{
+	int n = atomic_load(&req.acks);
+	uint64_t me = (uint64_t)atomic_load(&req.round) << 32 | (uint32_t)tid;
+	for (int i = 0; i < n && i < (int)(sizeof(req.acked) / sizeof(req.acked[0])); i++)
+		if (atomic_load(&req.acked[i]) == me)
+			return true;
+	return false;
+}
+
+static bool gone(int tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	return access(path, F_OK) != 0;
+}
+
+static long elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
+}
+
+/* Until every asked thread answered or exited. No thread is taken for
+ * stopped without its answer (the count of answers is not enough: a late
+ * one from an earlier round counts too). A thread that has not answered
+ * when no answer came for STOP_PATIENCE fails the patch with EAGAIN: it
+ * blocks the signal, or the machine is too loaded to run it. */
+#define STOP_PATIENCE_NS 2000000000L
+#define GONE_EVERY_NS 10000000L
+static int wait_stopped(const int *tids, int n)
+{
+	struct timespec last, looked, now;
+	int seen = 0;
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	looked = last;
+	static bool out[MAX_ASK]; /* engine lock held: answered or exited */
+	memset(out, 0, sizeof(out[0]) * (size_t)n);
+	for (;;) {
+		int acks = atomic_load(&req.acks), missing = 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (acks != seen) { /* progress */
+			seen = acks;
+			last = now;
+		}
+		bool look = elapsed_ns(&looked, &now) > GONE_EVERY_NS;
+		for (int i = 0; i < n; i++) {
+			if (!out[i])
+				out[i] = answered(tids[i]) || (look && gone(tids[i]));
+			missing += !out[i];
+		}
+		if (look)
+			looked = now;
+		if (!missing)
+			return 0;
+		if (elapsed_ns(&last, &now) > STOP_PATIENCE_NS)
+			return -EAGAIN; /* the callers log, once no thread is held */
+		sched_yield();
+	}
+}
+
+/* Every other thread of the process (up to MAX_ASK): the directory is read
+ * to the end before any thread is asked, since a thread stopped inside
+ * malloc would make closedir's free() wait for it forever. */
+static int list_threads(int *tids, int self)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	if (!d)
+		return -errno;
+	for (struct dirent *e; (e = readdir(d)) && n < MAX_ASK;) {
+		int tid = atoi(e->d_name);
+		if (tid > 0 && tid != self)
+			tids[n++] = tid;
+	}
+	closedir(d);
+	return n;
+}
+
+int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t), void *cookie,
+		    bool new_code)
+{
+	static int all[MAX_ASK], asked[MAX_ASK]; /* engine lock held */
+	pid_t pid = getpid();
+	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0;
+	if (n < 0)
+		return n;
+	/* Blocked in a system call with its pc outside: it runs no user code
+	 * now, and interrupting it could fail its call with EINTR. The patch
+	 * goes in breakpoint first for the sake of such a thread (or one born
+	 * since the listing) that comes back meanwhile. The emulator's own
+	 * threads are left too. Sorted out before any thread is stopped: the
+	 * look uses stdio. */
+	bool risky = new_code && np_codemem_lands_inside(start, end);
+	for (int i = 0; i < n; i++) {
+		enum look l = look_at(all[i], start, end, true);
+		if (l == LOOK_ASK || (l == LOOK_LEAVE && risky) ||
+		    (l == LOOK_FOREIGN && !emulator_thread(all[i])))
+			asked[k++] = all[i];
+	}
+	atomic_store(&req.risky, risky);
+	atomic_store(&req.busy, 0);
+	req.start = start;
+	req.end = end;
+	req.map = map;
+	req.cookie = cookie;
+	atomic_store(&req.acks, 0);
+	atomic_store(&req.hold, true);
+	atomic_fetch_add(&req.round, 1);
+	n = 0;
+	for (int i = 0; i < k && !err; i++) {
+		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
+			asked[n++] = asked[i];
+		else if (errno != ESRCH)
+			err = -errno;
+	}
+	if (!err)
+		err = wait_stopped(asked, n);
+	if (err) {
+		np_threads_resume();
+		np_logf(NP_LOG_WARN, "cannot stop every thread to patch 0x%llx: %s",
+			(unsigned long long)start,
+			err == -EAGAIN ? "a thread does not answer the signal (is it blocked?)"
+				       : strerror(-err));
+	}
+	return err;
+}
+
+void np_threads_resume(void)
+{
+	req.map = NULL;
+	atomic_store(&req.hold, false);
+	atomic_store(&req.released, atomic_load(&req.round));
+}
 
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
 			void *cookie)
@@ -152,12 +397,13 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	req.map = map;
 	req.cookie = cookie;
 	atomic_store(&req.acks, 0);
+	atomic_store(&req.hold, false);
 	/* Ask every running thread at once: on a loaded machine each signal
 	 * waits for its thread to be scheduled, so one at a time is slow. */
 	struct dirent *e;
 	while ((e = readdir(d)) && n < MAX_ASK) {
 		int tid = atoi(e->d_name);
-		if (tid <= 0 || tid == self || blocked_outside(tid, start, end))
+		if (tid <= 0 || tid == self || look_at(tid, start, end, false) == LOOK_LEAVE)
 			continue;
 		if (syscall(SYS_tgkill, pid, tid, fixup_sig) == 0)
 			tids[n++] = tid;
@@ -169,6 +415,8 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	closedir(d);
 	int err = n < 0 ? n : wait_acks(n, tids, n);
 	req.map = NULL;
+	if (err == -EAGAIN)
+		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
 	return err;
 }
 
@@ -212,15 +460,97 @@ static int patch_word(struct np_region *r, const uint8_t *bytes, size_t len, con
 	return err;
 }
 
+/* Where a thread stopped strictly inside the bytes being replaced goes.
+ * In the original code (the jump goes in): to its instruction's block in
+ * the new trampoline. Inside a jump of several instructions (riscv
+ * auipc+jalr, being re-pointed or removed): where that jump was going,
+ * as it would have. */
+/* Does the code hold r's jump now? (In a signal handler too: the code is
+ * readable, it is compared in place.) */
+static bool holds_jump(const struct np_region *r)
+{
+	const volatile uint8_t *code = (const volatile uint8_t *)(uintptr_t)r->start;
+	bool patched = r->jumps_to && r->jump_len <= sizeof(r->patch);
+	for (unsigned i = 0; patched && i < r->jump_len; i++)
+		patched = code[i] == r->patch[i];
+	return patched;
+}
+
+static uint64_t out_of_patch(void *cookie, uint64_t pc)
+{
+	const struct np_region *r = cookie;
+	if (holds_jump(r))
+		return pc < r->start + r->jump_len ? r->jumps_to : pc;
+	return to_trampoline(cookie, pc);
+}
+
+static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads);
+
+#define STOP_TRIES 200
+#define STOP_RETRY_NS 1000000L
+
+/* A patch another hart may not fetch whole (np_isa.patch_needs_stop): the
+ * other threads wait in a signal handler while it is written, breakpoint
+ * first for the threads left in system calls. Nothing between stop and
+ * resume may take a lock a stopped thread could hold (malloc's): the map
+ * cache and /proc/self/mem are primed by the reads before. */
+static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
+{
+	struct np_map m;
+	int err = np_maps_lookup(r->start, &m);
+	/* A thread on its way through a trampoline that jumps back inside the
+	 * bytes (one built for an instruction there, since retired) cannot be
+	 * moved: it is let go on and the stop tried again a little later.
+	 * Not when the original code goes back (it lands on an instruction),
+	 * nor when r's jump is only re-pointed (nothing lands inside a jump
+	 * in place: it went in under this rule).
+	 * (On the batch path the region's jump is already in r->patch: it is
+	 * not in the code, so holds_jump says no.) */
+	bool restore = len <= sizeof(r->orig) && memcmp(bytes, r->orig, len) == 0;
+	bool new_code = !restore && !holds_jump(r);
+	for (int tries = 0; !err; tries++) {
+		if ((err = np_threads_stop(r->start, r->start + len, out_of_patch, r, new_code)))
+			break;
+		if (!atomic_load(&req.busy)) {
+			err = write_bp_first(r, bytes, len, false);
+			np_threads_resume();
+			break;
+		}
+		np_threads_resume();
+		if (tries == STOP_TRIES) {
+			np_logf(NP_LOG_WARN, "cannot patch 0x%llx: threads keep running through a "
+					     "trampoline that jumps back inside its bytes",
+				(unsigned long long)r->start);
+			err = -EAGAIN;
+			break;
+		}
+		nanosleep(&(struct timespec){0, STOP_RETRY_NS}, NULL);
+	}
+	return err;
+}
+
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
+{
+	uint8_t trap[16], cur[sizeof(r->patch)];
+	size_t tl = np_host_isa->trap_len;
+
+	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
+	    np_code_read(r->start, cur, len) == 0 &&
+	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
+		return patch_stopped(r, bytes, len);
+	np_host_isa->emit_trap(trap);
+	if (len <= tl)
+		return patch_word(r, bytes, len, trap);
+	return write_bp_first(r, bytes, len, move_threads);
+}
+
+static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
 {
 	uint8_t trap[16], first[16];
 	size_t tl = np_host_isa->trap_len;
 	int err;
 
 	np_host_isa->emit_trap(trap);
-	if (len <= tl)
-		return patch_word(r, bytes, len, trap);
 	if ((err = np_code_read(r->start, first, tl)) || (err = np_code_write(r->start, trap, tl)))
 		return err;
 	np_sync_cores();
@@ -270,5 +600,9 @@ int np_patch_init(void)
 	struct sigaction sa = {.sa_sigaction = fixup_handler,
 			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK};
 	sigfillset(&sa.sa_mask);
+	/* faults of the handler's own fault-safe reads (in_trampoline_path) go
+	 * to the guard of uread.c; a blocked one would kill the thread */
+	sigdelset(&sa.sa_mask, SIGSEGV);
+	sigdelset(&sa.sa_mask, SIGBUS);
 	return sigaction(fixup_sig, &sa, NULL) ? -errno : 0;
 }

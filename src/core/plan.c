@@ -76,6 +76,8 @@ void np_fn_view_free(struct fn_view *v)
 {
 	free(v->code);
 	free(v->targets);
+	if (v->have_fr)
+		np_freereg_release(&v->fr);
 }
 
 /* Decode context for addr: the function around it, or just a window. */
@@ -83,10 +85,11 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 {
 	memset(v, 0, sizeof(*v));
 	if (fstart) {
-		v->fb = (struct np_func_bounds){fstart, fstart + fsize, fstart + fsize, true};
+		v->fb = (struct np_func_bounds){fstart, fstart + fsize, fstart + fsize, true, false};
 		struct np_func_bounds sym;
 		if (np_symbol_bounds(addr, &sym) == 0 || sym.limit)
 			v->fb.limit = sym.limit > v->fb.end ? sym.limit : v->fb.end;
+		v->fb.called = sym.known && sym.start == fstart && sym.called;
 		/* Bounds from the caller (an .eh_frame range, say) may run over
 		 * the entry of a function the symbol tables know: code elsewhere
 		 * jumps there, so the displaced bytes must stop before it. */
@@ -129,6 +132,15 @@ void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem)
 	size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
 	int u = np_host_isa->branch_targets(v->code, flen, v->base, mem, add_target, v);
 	v->unresolved = u < 0 ? 1 : u;
+	/* the free registers, for ISAs whose jumps and relocations need one */
+	if (np_host_isa->relocate_via && np_host_isa->reg_use)
+		v->have_fr = np_freereg_analyse(np_host_isa, v->code, flen, v->base,
+						v->fb.called ? NP_FREEREG_ENTRY : 0, &v->fr) == 0;
+}
+
+static uint64_t free_at(const struct fn_view *v, uint64_t pc)
+{
+	return v->have_fr ? np_freereg_at(&v->fr, pc) : 0;
 }
 
 int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in)
@@ -176,7 +188,7 @@ static int cover(const struct fn_view *v, struct plan *p, uint64_t need)
 			if (!padding_until(v, pc, need))
 				return REFUSE(p, "the function ends at 0x%llx, before the %u bytes a "
 						 "jump needs, and what follows is not padding",
-					      (unsigned long long)v->fb.end, np_host_isa->jump_len);
+					      (unsigned long long)v->fb.end, (unsigned)(need - p->start));
 			padded = true; /* never executed: patched over, not relocated */
 			break;
 		}
@@ -220,13 +232,76 @@ static int check_targets(const struct fn_view *v, struct plan *p)
 	return 0;
 }
 
-/* Extend the plan over regions it overlaps until the set is stable. */
-int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p)
+/* Between a load-reserved and its store-conditional (riscv lr/sc, for
+ * ISAs whose decoder flags them rather than refusing the sequence itself),
+ * a trap or a trip through a trampoline clears the reservation: the sc
+ * would fail every time. Looks back up to 16 instructions' worth. */
+#define EXCL_WINDOW 64
+
+static bool in_exclusive(const struct fn_view *v, uint64_t addr)
 {
-	uint64_t need = addr + np_host_isa->jump_len;
+	struct np_insn in;
+	bool open = false;
+	uint64_t at = v->fb.known ? v->fb.start : addr;
+	/* sweep from the function's start to stay on boundaries */
+	while (addr - at > EXCL_WINDOW && np_fn_view_decode(v, at, &in) == 0)
+		at += in.len;
+	for (; at < addr && np_fn_view_decode(v, at, &in) == 0; at += in.len) {
+		if (in.flags & NP_INSN_LOAD_RESERVED)
+			open = true;
+		else if (in.flags & NP_INSN_STORE_COND)
+			open = false;
+	}
+	return open;
+}
+
+uint64_t np_plan_reach(enum np_jump_form form)
+{
+	/* Relocated branches must still reach their targets from the
+	 * trampoline: keep it well inside the patch's reach (1 MiB for the
+	 * +-2 GiB and +-128 MiB forms, an eighth of jal's +-1 MiB). */
+	uint64_t reach = form == NP_JUMP_LONG ? 1ull << 31 : np_host_isa->jump_reach;
+	uint64_t margin = reach / 8 < (1u << 20) ? reach / 8 : 1u << 20;
+	return reach - margin;
+}
+
+/* The long form's length, from what emit_jump_via writes to a far place. */
+static unsigned long_len(uint64_t addr)
+{
+	uint8_t buf[32];
+	int n = np_host_isa->emit_jump_via ? np_host_isa->emit_jump_via(buf, sizeof(buf), addr,
+									addr + (64u << 20),
+									np_host_isa->scratch_ok)
+					   : -1;
+	return n > 0 ? (unsigned)n : 0;
+}
+
+static int registers(const struct fn_view *v, enum np_jump_form form, struct plan *p)
+{
+	const struct np_insn *last = &p->insn[p->ninsn - 1];
+	p->scratch.scratch = v->have_fr ? np_freereg_over(&v->fr, p->start, p->end) : 0;
+	p->scratch.resume = free_at(v, p->end);
+	if (form == NP_JUMP_LONG && !p->scratch.resume && !(last->flags & NP_INSN_NOFALL))
+		return REFUSE(p, "no free register at 0x%llx for the jump back from a trampoline "
+				 "beyond jal's reach", (unsigned long long)p->end);
+	return 0;
+}
+
+/* Extend the plan over regions it overlaps until the set is stable. */
+int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form, struct plan *p)
+{
+	p->jump_len = form == NP_JUMP_LONG ? long_len(addr) : np_host_isa->jump_len;
+	p->via = 0;
+	uint64_t need = addr + p->jump_len;
 	p->start = addr;
 	p->merged = false;
 	p->pun = p->pin = 0;
+	if (!p->jump_len)
+		return REFUSE(p, "the ISA has no long jump form");
+	if (in_exclusive(v, addr))
+		return REFUSE(p, "inside an lr/sc sequence: a jump would clear the reservation");
+	if (form == NP_JUMP_LONG && !(p->via = free_at(v, addr)))
+		return REFUSE(p, "no free register at the site for the long jump (auipc+jalr)");
 	for (int round = 0; round < 8; round++) {
 		int err = cover(v, p, need);
 		if (err)
@@ -243,7 +318,7 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p)
 				grow = r->end + r->pun;
 		}
 		if (grow <= p->end)
-			return check_targets(v, p);
+			return check_targets(v, p) ?: registers(v, form, p);
 		need = grow;
 	}
 	return REFUSE(p, "overlapping probes form too long a run of displaced bytes");
@@ -323,6 +398,10 @@ int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p)
 	if (p->insn[0].cls == NP_INSN_REJECTED)
 		return REFUSE(p, "instruction at 0x%llx: %s", (unsigned long long)addr,
 			      p->insn[0].reason ? p->insn[0].reason : "rejected");
+	if (in_exclusive(v, addr))
+		return REFUSE(p, "inside an lr/sc sequence: a trap would clear the reservation");
 	p->end = addr + p->insn[0].len;
+	p->scratch.scratch = free_at(v, addr);
+	p->scratch.resume = free_at(v, p->end);
 	return 0;
 }

@@ -2,6 +2,7 @@
 /* Decoding the function around a site and planning the displaced bytes. */
 #ifndef NP_PLAN_H
 #define NP_PLAN_H
+#include "arch/freereg.h"
 #include "core/internal.h"
 
 struct fn_view {
@@ -12,18 +13,29 @@ struct fn_view {
 	uint64_t *targets;
 	size_t ntargets, cap;
 	int unresolved;
+	struct np_freereg fr; /* registers free where: ISAs that need them */
+	bool have_fr;
 };
 
 struct plan {
 	uint64_t start, end;
 	unsigned ninsn;
 	struct np_insn insn[NP_MAX_REGION_INSNS];
+	unsigned jump_len;    /* JUMP: bytes the patch writes */
+	uint64_t via;         /* JUMP long form: registers free at the site */
+	struct np_reloc_scratch scratch; /* free over the displaced bytes, and
+					  * where the jump back lands */
 	bool merged;      /* it covers regions already in place */
 	unsigned pun;     /* bytes of the jump past end, left as they are */
 	unsigned pin;     /* 0, or the jump's bytes from here on must stay the
 			   * code's own (a punned jump, or one replacing it) */
 	char why[160];
 };
+
+/* The two JUMP forms: the short patch (emit_jump, within jump_reach), and
+ * on ISAs whose longer jump needs a free register (emit_jump_via: riscv64
+ * auipc+jalr) the long one through a register free at the site. */
+enum np_jump_form { NP_JUMP_SHORT, NP_JUMP_LONG };
 
 #define NP_MAX_FN_BYTES (4u << 20) /* the most bytes one view holds */
 
@@ -32,7 +44,9 @@ void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem);
 void np_fn_view_free(struct fn_view *v);
 int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in);
 bool np_fn_view_is_boundary(const struct fn_view *v, uint64_t addr);
-int np_plan_jump(const struct fn_view *v, uint64_t addr, struct plan *p);
+int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form, struct plan *p);
+/* How far from the site a trampoline of this form may be placed. */
+uint64_t np_plan_reach(enum np_jump_form form);
 int np_plan_trap(const struct fn_view *v, uint64_t addr, struct plan *p);
 /* The plan p, ending on the call it would displace instead (x86): 0, or
  * -EOPNOTSUPP when p does not end with a call 3 or 4 bytes in. */

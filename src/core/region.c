@@ -52,6 +52,19 @@ int np_region_insn_index(const struct np_region *r, uint64_t addr)
 	return -1;
 }
 
+/* Where r's trampoline may go: within the short patch's reach; a long
+ * patch (or an out-of-line copy, which jumps back through a free register
+ * when it must) anywhere within the long form's. */
+static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
+{
+	*at = 0;
+	if (!r->jump_via)
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_SHORT));
+	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_LONG));
+	return *at;
+}
+
 /* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
 static int build(struct np_region *r)
 {
@@ -59,13 +72,12 @@ static int build(struct np_region *r)
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	uint64_t reach = np_host_isa->jump_reach - (1u << 20);
 	uint64_t at, lo, size;
 	if (r->pin) {
 		np_plan_pun_window(r->start, r->orig, r->pin, &lo, &size);
 		at = np_codemem_alloc_in(lo, size, cap);
 	} else {
-		at = np_codemem_alloc(r->start, cap, reach);
+		place(r, cap, &at);
 	}
 	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
@@ -78,18 +90,33 @@ static int build(struct np_region *r)
 	}
 	r->tramp = at;
 	r->tramp_len = (size_t)n;
+	np_codemem_note_landing(r->end); /* where it jumps back (patch.c) */
 	return 0;
 }
 
 /* The jump to r's trampoline; a pinned one must end with the code's own
  * bytes (its trampoline was placed for that). */
+static uint64_t jump_target(const struct np_region *r)
+{
+	return r->tramp + r->tramp_off[0]; /* a block may start with data */
+}
+
 static int jump_bytes(const struct np_region *r, uint8_t *jmp)
 {
-	int err = np_host_isa->emit_jump(jmp, r->start, r->tramp);
-	size_t len = np_host_isa->jump_len;
-	if (err >= 0 && r->pin && memcmp(jmp + r->pin, r->orig + r->pin, len - r->pin) != 0)
-		err = -ERANGE;
-	return err < 0 ? err : 0;
+	uint64_t to = jump_target(r);
+	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, 16, r->start, to, r->jump_via)
+			      : np_host_isa->emit_jump(jmp, r->start, to);
+	if (err < 0)
+		return err;
+	/* The long form's emitter takes the short jump when the trampoline
+	 * happens to be in its reach: the rest of the bytes the plan covers
+	 * are never run (no branch lands inside them); breakpoints fill them. */
+	for (unsigned n = r->jump_via ? (unsigned)err : r->jump_len; n < r->jump_len;
+	     n += np_host_isa->trap_len)
+		np_host_isa->emit_trap(jmp + n);
+	if (r->pin && memcmp(jmp + r->pin, r->orig + r->pin, r->jump_len - r->pin) != 0)
+		return -ERANGE;
+	return 0;
 }
 
 /* Point the jump at r's (new) trampoline, now: what a batch queued goes
@@ -104,8 +131,11 @@ static int patch_jump(struct np_region *r, bool move_threads)
 	/* its trampoline written before the trap table leads there */
 	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)))
 		return err;
-	err = np_patch_region(r, jmp, np_host_isa->jump_len, move_threads);
-	memcpy(r->patch, jmp, np_host_isa->jump_len);
+	err = np_patch_region(r, jmp, r->jump_len, move_threads);
+	if (!err) {
+		memcpy(r->patch, jmp, r->jump_len);
+		r->jumps_to = jump_target(r);
+	}
 	np_trap_table_drop(r->start);
 	return err;
 }
@@ -115,7 +145,10 @@ static int patch_jump(struct np_region *r, bool move_threads)
 static int queue_jump(struct np_region *r)
 {
 	int err = jump_bytes(r, r->patch);
-	return err < 0 ? err : np_batch_install(r, r->ninsn > 1);
+	if (err < 0)
+		return err;
+	r->jumps_to = jump_target(r); /* what r->patch holds, once it is placed */
+	return np_batch_install(r, r->ninsn > 1);
 }
 
 static void adopt_sites(struct np_region *r)
@@ -172,6 +205,9 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 	r->forced = forced;
 	r->ninsn = p->ninsn;
 	memcpy(r->insn, p->insn, sizeof(p->insn[0]) * p->ninsn);
+	r->jump_len = s == NP_STRATEGY_JUMP ? p->jump_len : 0;
+	r->jump_via = s == NP_STRATEGY_JUMP ? p->via : 0;
+	r->scratch = p->scratch;
 	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start)) {
 		free(r);
 		return NULL;
@@ -265,7 +301,7 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 	int err = -EOPNOTSUPP;
 	if (want != NP_STRATEGY_TRAP) {
 		struct plan pun;
-		err = np_plan_jump(v, site->addr, &p);
+		err = np_plan_jump(v, site->addr, NP_JUMP_SHORT, &p);
 		/* ending on the call, when a trampoline fits where it must */
 		if (!err && np_plan_pun(&p, &pun) == 0 &&
 		    install_jump(&pun, want == NP_STRATEGY_JUMP) == 0)
@@ -274,6 +310,15 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 			err = install_jump(&p, want == NP_STRATEGY_JUMP);
 		else
 			log_refusal(who, site->addr, "JUMP", p.why);
+		/* no place within the short reach, or a relocation it cannot
+		 * make: the long form through a free register, where there is one */
+		if (err && np_host_isa->emit_jump_via) {
+			err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
+			if (!err)
+				err = install_jump(&p, want == NP_STRATEGY_JUMP);
+			else
+				log_refusal(who, site->addr, "JUMP (long form)", p.why);
+		}
 		if (!err || want == NP_STRATEGY_JUMP)
 			return err;
 	}
@@ -327,7 +372,7 @@ static int unpun(struct np_region *r, struct np_site *site, struct np_probe *pro
 		return -EBUSY;
 	}
 	int err = np_fn_view_load(&v, r->start, probe->func_start, probe->func_size);
-	if (!err && (err = np_plan_jump(&v, r->start, &p)))
+	if (!err && (err = np_plan_jump(&v, r->start, NP_JUMP_SHORT, &p)))
 		log_refusal(who, site->addr, "JUMP", p.why);
 	if (!err) {
 		p.pin = r->pin;
@@ -394,8 +439,7 @@ static size_t patch_len(const struct np_region *r)
 static bool still_patched(const struct np_region *r)
 {
 	uint8_t now[sizeof(r->patch)];
-	size_t len = r->strategy == NP_STRATEGY_JUMP ? np_host_isa->jump_len
-						     : np_host_isa->trap_len;
+	size_t len = r->strategy == NP_STRATEGY_JUMP ? r->jump_len : np_host_isa->trap_len;
 	return np_code_read(r->start, now, len) == 0 && memcmp(now, r->patch, len) == 0;
 }
 

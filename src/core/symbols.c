@@ -20,6 +20,7 @@
 struct fsym {
 	uint64_t start, size;
 	bool returns_twice;
+	bool cold; /* GCC's foo.cold: a part of foo entered by jumps */
 };
 
 /* Functions that return more than once per call: the second return (a
@@ -74,7 +75,8 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 			m->v = v;
 		}
 		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
-		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name)};
+		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name),
+					     name && strstr(name, ".cold")};
 	}
 }
 
@@ -221,6 +223,7 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 			out->start = m->v[i].start + m->bias;
 			out->end = out->start + m->v[i].size;
 			out->known = true;
+			out->called = !m->v[i].cold;
 		}
 	}
 	return out->known ? 0 : -ENOENT;

@@ -288,6 +288,12 @@ int np_trap_init(void)
 			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER};
 	struct sigaction prev;
 	sigemptyset(&sa.sa_mask);
+	/* A thread asked to move out of bytes being patched (patch.c) answers
+	 * once its SIGTRAP is handled, from the pc the handler resumes at:
+	 * asked inside the handler, it would show the handler's pc, and then
+	 * resume at a pc inside the new bytes (a breakpoint just removed,
+	 * under a jump now). */
+	sigaddset(&sa.sa_mask, np_patch_signal());
 	if (sigaction(SIGTRAP, &sa, &prev))
 		return -errno;
 	np_trap_chain_init(&prev);

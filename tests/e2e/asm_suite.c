@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Probe every labelled instruction of the assembly suite
- * (asm_suite_x86_64.S, asm_suite_arm64.S): one at a time under AUTO (bounds from the ELF
+ * (asm_suite_x86_64.S, asm_suite_arm64.S, asm_suite_riscv64.S): one at a time under AUTO (bounds from the ELF
  * symbols, and bounds passed in the options), under forced TRAP and forced
  * JUMP, and all of a group at once. Each group must still return MAGIC, each
  * handler must fire exactly as often as its instruction ran, and once the
@@ -26,6 +26,9 @@
 #elif defined(__aarch64__)
 #define MIN_GROUPS 10
 #define MIN_SITES 280
+#elif defined(__riscv)
+#define MIN_GROUPS 10
+#define MIN_SITES 240
 #endif
 
 struct site {

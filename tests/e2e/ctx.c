@@ -20,6 +20,8 @@
 #define ARG0_REG "rdi"
 #elif defined(__aarch64__)
 #define ARG0_REG "x0"
+#elif defined(__riscv)
+#define ARG0_REG "a0"
 #endif
 
 static volatile unsigned body_runs;

@@ -50,6 +50,13 @@ static struct site sites[] = {
 	{t_ret1, 0},
 	{t_ret1_caller, 0}, {t_ret1_caller, 4},
 	{t_rip, 0}, {t_rip, 4},
+#elif defined(__riscv)
+	{t_short, 0}, {t_short, 2}, {t_short, 4}, {t_short, 6},
+	{t_cmp, 0}, {t_cmp, 4},
+	{t_loopy, 0}, {t_loopy, 2}, {t_loopy, 6},
+	{t_ret1, 0},
+	{t_ret1_caller, 0}, {t_ret1_caller, 4},
+	{t_rip, 0}, {t_rip, 4},
 #endif
 	{NULL, 0}, /* t_mix entry, filled in at run time */
 };
@@ -63,6 +70,17 @@ static struct site sites[] = {
 static uint8_t pristine[NSITES][FUNC_BYTES];
 static volatile int stop;
 static uint64_t wrong_results, calls;
+/* which function returned a wrong result, for the report */
+static const char *const fn_names[] = {"t_short", "t_cmp", "t_loopy", "t_ret1_caller", "t_rip",
+				       "t_mix"};
+static uint64_t wrong_by[6];
+
+static uint64_t check(int which, int bad)
+{
+	if (bad)
+		__atomic_fetch_add(&wrong_by[which], 1, __ATOMIC_RELAXED);
+	return (uint64_t)bad;
+}
 
 static void *worker(void *arg)
 {
@@ -74,12 +92,12 @@ static void *worker(void *arg)
 		x ^= x << 17;
 		uint64_t y = x >> 40, k = 1 + (x & 7);
 
-		wrong += CALL2(t_short, y, 0) != y + 1;
-		wrong += CALL2(t_cmp, y, y ^ 1) != (y < (y ^ 1));
-		wrong += CALL2(t_loopy, y, k) != y * k;
-		wrong += CALL2(t_ret1_caller, y, 0) != y;
-		wrong += CALL2(t_rip, y, 0) != y + 0x1234567;
-		wrong += t_mix_p(y) != ((y * 2654435761u) ^ (y >> 3));
+		wrong += check(0, CALL2(t_short, y, 0) != y + 1);
+		wrong += check(1, CALL2(t_cmp, y, y ^ 1) != (y < (y ^ 1)));
+		wrong += check(2, CALL2(t_loopy, y, k) != y * k);
+		wrong += check(3, CALL2(t_ret1_caller, y, 0) != y);
+		wrong += check(4, CALL2(t_rip, y, 0) != y + 0x1234567);
+		wrong += check(5, t_mix_p(y) != ((y * 2654435761u) ^ (y >> 3)));
 		n++;
 	}
 	__atomic_fetch_add(&wrong_results, wrong, __ATOMIC_RELAXED);
@@ -282,6 +300,14 @@ TEST(asm_targets_have_the_expected_layout)
 	CHECK_EQ(w, 0xd65f03c0);
 	memcpy(&w, t_ret1_caller + 4, 4);
 	CHECK_EQ(w >> 26, 0x25); /* bl */
+#elif defined(__riscv)
+	static const uint16_t short_parcels[6] = {0x717d, 0xe406, 0x0505, 0x60a2, 0x6141, 0x8082};
+	uint32_t w;
+
+	CHECK(memcmp(t_short, short_parcels, sizeof short_parcels) == 0);
+	CHECK_EQ(t_ret1[0] | t_ret1[1] << 8, 0x8082); /* c.jr ra */
+	memcpy(&w, t_ret1_caller + 4, 4);
+	CHECK_EQ(w & 0xfff, 0x0ef); /* jal ra */
 #endif
 	CHECK_EQ(CALL2(t_loopy, 3, 5), 15);
 	CHECK_EQ(CALL2(t_rip, 1, 0), 0x1234568);
@@ -327,6 +353,10 @@ TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 	       "%lu EAGAIN, %" PRIu64 " hits, %" PRIu64 " checked calls\n",
 	       nworkers, i, now() - start, st.attaches, st.jump, st.trap, st.eagain, st.hits,
 	       calls);
+	for (int k = 0; k < 6; k++)
+		if (wrong_by[k])
+			fprintf(stderr, "# %s: %llu wrong results\n", fn_names[k],
+				(unsigned long long)wrong_by[k]);
 	CHECK_EQ(wrong_results, 0);
 	CHECK_EQ(st.failures, 0);
 	CHECK_EQ(st.miscounts, 0);

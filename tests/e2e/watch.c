@@ -39,6 +39,11 @@ __asm__(".text\n.globl watch_store\n.type watch_store,%function\nwatch_store:\n"
 	".cfi_startproc\n\tnop\n\tmov x2, x0\n"
 	".globl watch_store_insn\nwatch_store_insn:\n\tstr x1, [x2]\n\tret\n"
 	".cfi_endproc\n.size watch_store,.-watch_store\n");
+#elif defined(__riscv)
+__asm__(".text\n.globl watch_store\n.type watch_store,%function\nwatch_store:\n"
+	".cfi_startproc\n\tnop\n\tmv a2, a0\n"
+	".globl watch_store_insn\nwatch_store_insn:\n\tsd a1, 0(a2)\n\tret\n"
+	".cfi_endproc\n.size watch_store,.-watch_store\n");
 #endif
 
 static volatile uint64_t watched[8] __attribute__((aligned(64)));

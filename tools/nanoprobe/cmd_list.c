@@ -179,7 +179,9 @@ static int open_view(const struct np_symtab *st, const struct np_sym *s, struct 
 			s->name);
 		return 1;
 	}
-	struct np_func_bounds fb = {s->addr, s->addr + s->size, np_symtab_limit(st, s), true};
+	/* as analyze: a symbol's entry is reached by calls, a .cold part's is not */
+	struct np_func_bounds fb = {s->addr, s->addr + s->size, np_symtab_limit(st, s), true,
+				    s->source != NP_SYM_EHFRAME && !strstr(s->name, ".cold")};
 	struct np_mem mem = {file_read, NULL, (void *)st};
 	int err = np_fn_view_from_file(v, &fb, &mem);
 	if (err)

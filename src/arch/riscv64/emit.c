@@ -173,3 +173,20 @@ int rv_emit_jump_via(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint6
 
 	return err ? err : (int)o.len;
 }
+
+/* One aligned store that another hart fetches whole: a 16-bit parcel (the
+ * c.ebreak going in or out), or a 32-bit word at a 4-byte boundary that
+ * was one instruction and becomes one (jal over a 4-byte instruction).
+ * Anything else (auipc+jalr, a jal over two compressed instructions or at
+ * a 2-byte boundary, where a hart could execute a new half beside an old
+ * one) is written with every other thread stopped. */
+bool rv_patch_needs_stop(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr)
+{
+	struct rv_insn a, b;
+
+	if (len == 2 && addr % 2 == 0)
+		return false;
+	if (len != 4 || addr % 4 || rv_fetch(old, len, &a) || rv_fetch(new_, len, &b))
+		return true;
+	return a.len != 4 || b.len != 4;
+}

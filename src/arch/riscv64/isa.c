@@ -43,6 +43,7 @@ const struct np_isa np_isa_riscv64 = {
 	.reg_use = rv_reg_use,
 	.relocate_via = rv_relocate_via,
 	.emit_jump_via = rv_emit_jump_via,
+	.patch_needs_stop = rv_patch_needs_stop,
 	.call_clobbered = X(1) | RV_TEMPS | RV_ARGS,
 	/* t1, t3..t6. Not t0: millicode (__riscv_save_N) links through it;
 	 * not t2: GCC's static chain for nested functions. */
