@@ -21,7 +21,8 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # the CLI's; no hardware breakpoints either: e2e-watch runs its bad-input
 # cases only); see docs/arm64.md
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
-                e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many
+                e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many \
+                e2e-agent-heap
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
 # builds of these, unpacked under $(BUILD_ARM64)/debroot, never installed
 ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3
