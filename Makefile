@@ -25,14 +25,13 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # the CLI's; no hardware breakpoints either: e2e-watch runs its bad-input
 # cases only); see docs/arm64.md
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
-                e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many
+                e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many \
+                e2e-agent-heap
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
 # builds of the packages, unpacked under $(BUILD_ARM64)/debroot, never
-# installed; the programs run from them. Not grep yet: its AUTO run differs
-# from TRAP (docs/reliability.md, "Not explained yet");
-# `make check-arm64-differential ARM64_DIFF_PROGS=grep` shows it.
+# installed; the programs run from them.
 ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3
-ARM64_DIFF_PROGS ?= sort sha256sum gzip sqlite3
+ARM64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
 ARM64_DIFF_SCALE ?= 0.2
 BUILD_RISCV64 ?= $(BUILD)-riscv64
 RV_SYSROOT := cross/sysroot/riscv64

@@ -288,6 +288,18 @@ static void session_serve(void)
 	decide_run(-1);
 }
 
+/* The socket's name, for the control thread to connect to. Static, not a
+ * copy on the heap: that copy would be allocated on the program's thread
+ * and freed on ours, and a free puts the block into the freeing thread's
+ * cache (glibc's tcache), where our own allocations reuse it and our work
+ * decides when it goes back to the program's arena. The program's heap
+ * history then depends on what the agent does: under qemu-aarch64, grep
+ * with every entry of itself and libc counted twice consolidated libc's
+ * fast bins once more under AUTO than under TRAP (docs/reliability.md).
+ * One session at a time (claim_session), and its thread reads the name
+ * before the session can end, so one buffer serves every session. */
+static char session_name[108];
+
 static void *session_thread(void *arg)
 {
 	/* The program's signals are for its own threads. Not blocked: the one
@@ -302,10 +314,9 @@ static void *session_thread(void *arg)
 		sigdelset(&all, keep[i]);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	np_agent_busy = 1; /* for its whole life */
-	char *name = arg;
+	const char *name = arg;
 	if (name) {
 		int fd = connect_to(name);
-		free(name);
 		if (fd < 0 || session_setup(fd)) {
 			if (fd >= 0)
 				session_end();
@@ -319,13 +330,15 @@ static void *session_thread(void *arg)
 	return NULL;
 }
 
-static int start_thread(char *name)
+/* The session's thread, connecting to name (copied: the caller's may go). */
+static int start_thread(const char *name)
 {
+	snprintf(session_name, sizeof(session_name), "%s", name);
 	pthread_t t;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	int err = pthread_create(&t, &a, session_thread, name);
+	int err = pthread_create(&t, &a, session_thread, session_name);
 	pthread_attr_destroy(&a);
 	return -err;
 }
@@ -357,10 +370,8 @@ EXPORT int nanoprobe_agent_start(const char *sockname)
 	if (!claim_session())
 		return -EBUSY;
 	np_agent_busy++; /* a borrowed thread: what we call here is ours */
-	char *name = strdup(sockname);
-	int err = name ? start_thread(name) : -ENOMEM;
+	int err = start_thread(sockname);
 	if (err) {
-		free(name);
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
 	}
 	np_agent_busy--;
@@ -430,9 +441,7 @@ __attribute__((constructor)) static void agent_preloaded(void)
 	/* The control thread is created before any probe is placed, and it
 	 * places them: pthread_create runs clone3 with every signal blocked,
 	 * and a breakpoint hit there would kill the process. */
-	char *copy = strdup(name);
-	if (!copy || start_thread(copy)) {
-		free(copy);
+	if (start_thread(name)) {
 		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
 	} else {
 		wait_for_run();

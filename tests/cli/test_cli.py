@@ -16,7 +16,7 @@ by hand, they default to the build tree in ROOT/build:
   NP_CLI            the nanoprobe command
   NP_CLI_AGENT      the agent (only checked for; the command finds it itself)
   NP_PROG_COUNTER, NP_PROG_COUNTER_NOPIE, NP_PROG_THREADS,
-  NP_PROG_PLUGIN_HOST, NP_PROG_SERVER, NP_PLUGIN
+  NP_PROG_PLUGIN_HOST, NP_PROG_SERVER, NP_PLUGIN, NP_PROG_AGENT_HEAP
 Arguments: names (substrings) of the cases to run; none: all of them.
 
 """
@@ -57,6 +57,9 @@ SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
 SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
+AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
+if not os.path.exists(AGENT_HEAP):
+    AGENT_HEAP = ""
 
 TIMEOUT = 60  # for one command; reaching it is a failure, never a measure
 
@@ -524,6 +527,27 @@ def an_agent_of_another_isa_goes_to_the_emulated_program():
             "the socket's variable is passed as usual", describe(p))
     R.check(p.returncode == 1 and "exited before the agent started" in p.stderr,
             "no agent connected: said so, exit 1", describe(p))
+
+
+@case
+def the_preloaded_agent_frees_no_block_of_the_program():
+    """tests/e2e/agent_heap.c replaces malloc and counts blocks freed by a
+    thread other than the one that allocated them; --at-main prints that
+    count when main starts, after the preloaded agent's constructor has set
+    its session up. The agent's thread must never free one of the
+    program's blocks (it did: the socket name, strdup'ed by the
+    constructor; docs/reliability.md, grep under qemu-aarch64)."""
+    if not AGENT_HEAP:
+        R.skip("the preloaded agent and the program's heap",
+               "e2e-agent-heap is not built (sanitizer build)")
+        return
+    R.eq(plain([AGENT_HEAP, "--at-main"]), "foreign frees: 0\n", "a plain run frees nothing")
+    p = np("count", "main", "--", AGENT_HEAP, "--at-main")
+    R.eq(p.returncode, 0, "count main -- e2e-agent-heap exits 0", describe(p))
+    counts, other = parse_count_table(p.stdout)
+    R.eq(counts, {"main": 1}, "main counted once", describe(p))
+    R.eq(other, ["foreign frees: 0"], "the agent freed no block of the program's thread",
+         describe(p))
 
 
 @case
