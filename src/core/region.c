@@ -260,6 +260,11 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 	site->region = r;
 	int err = build(r);
 	if (err && r->insn[0].cls != NP_INSN_SIMULATED) {
+		if (err == -ERANGE)
+			np_logf(NP_LOG_ERROR,
+				"TRAP at 0x%llx: no out-of-line slot within reach and no register "
+				"known to be free to jump back with",
+				(unsigned long long)p->start);
 		free(r);
 		return err;
 	}

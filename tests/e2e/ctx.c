@@ -231,6 +231,17 @@ TEST(trap_probes_on_libc_memset_memcpy_and_memmove_count_every_call)
 		struct libc_hits h = {.buf = buf};
 		const struct mode trap = {NP_STRATEGY_TRAP, 0};
 		struct np_probe *p = attach(fn, count_on_buf, NULL, &h, &trap);
+#if defined(__riscv)
+		/* glibc's riscv64 memset jumps into its own store sequence, which
+		 * hides its free registers; under qemu no slot is within the
+		 * reach of a jal of libc: refused, with the reason */
+		if (!p) {
+			CHECK_EQ(errno, ERANGE);
+			CHECK(strstr(e2e_log_state.last, "no out-of-line slot within reach"));
+			printf("# %s: TRAP refused: %s\n", names[n], e2e_log_state.last);
+			continue;
+		}
+#endif
 		CHECK(p);
 		void *(*volatile set)(void *, int, size_t) = memset;
 		void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;

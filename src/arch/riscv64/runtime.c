@@ -169,11 +169,6 @@ uint64_t np_host_ret_trampoline(bool fpu)
 	return (uint64_t)(uintptr_t)np_rv_ret_tramp;
 }
 
-bool np_host_is_ret_trampoline(uint64_t addr)
-{
-	return addr == (uint64_t)(uintptr_t)np_rv_ret_tramp;
-}
-
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
 {
 	ctx->regs.gpr[10] = value; /* a0 */
