@@ -48,13 +48,18 @@ static _Atomic int nsegs;
 /* Grows the pool by a segment. Called by the control path, and by a
  * thread whose first hit finds the pool empty (a burst of new threads):
  * one mmap, async-signal-safe, one grower at a time (-EAGAIN for the
- * others, who then look again). */
+ * others, who then look again). 'growing' holds the grower's tid. */
 static _Atomic int growing;
+
+static int gettid_raw(void)
+{
+	return (int)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}
 
 static int segment_add(void)
 {
 	int idle = 0;
-	if (!atomic_compare_exchange_strong(&growing, &idle, 1))
+	if (!atomic_compare_exchange_strong(&growing, &idle, gettid_raw()))
 		return -EAGAIN;
 	int n = atomic_load(&nsegs), err = 0;
 	/* raw: this may run on a thread's first hit (see np_host_syscall) */
@@ -77,20 +82,25 @@ static int segment_add(void)
 
 static struct np_thread *claim_from_pool(void);
 
-/* A thread's first hit: a block from the pool, which grows if it must. */
+/* A thread's first hit: a block from the pool, which grows if it must.
+ * While another thread grows it (one mmap), wait for that to finish, however
+ * long a loaded machine takes to schedule it: a bounded wait lost hits
+ * (seen under ASan with hundreds of threads appearing). Only a grower
+ * interrupted by a signal whose handler needs a block gives up. */
 static struct np_thread *claim(void)
 {
-	for (int tries = 0; tries < 1000; tries++) {
+	for (;;) {
 		struct np_thread *t = claim_from_pool();
 		if (t)
 			return t;
 		int err = segment_add();
 		if (err && err != -EAGAIN)
 			return NULL; /* out of memory or of segments: counted missed */
+		if (err && atomic_load(&growing) == gettid_raw())
+			return NULL; /* we are the grower, interrupted */
 		if (err)
-			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0); /* another grows it */
+			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 	}
-	return NULL;
 }
 
 static struct np_thread *claim_from_pool(void)
@@ -103,7 +113,7 @@ static struct np_thread *claim_from_pool(void)
 			if (atomic_compare_exchange_weak(&segs[s].free_mask, &mask,
 							 mask & ~(1ull << bit))) {
 				struct np_thread *t = &segs[s].blocks[bit];
-				t->tid = (int)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+				t->tid = gettid_raw();
 				t->shadow_top = 0;
 				atomic_store(&t->in_site, NULL);
 				return t;

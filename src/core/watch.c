@@ -453,6 +453,7 @@ static void table_publish(struct np_watch *w, int idx)
 	w->gen = atomic_load(&e->gen) + 1;
 	atomic_store(&e->gen, w->gen);
 	atomic_store(&e->slot, w->slot);
+	atomic_store(&e->missed_no_block, 0);
 	atomic_store_explicit(&e->watch, w, memory_order_release);
 }
 
@@ -617,7 +618,11 @@ NP_API uint64_t np_watch_hits(const struct np_watch *w)
 
 NP_API uint64_t np_watch_missed(const struct np_watch *w)
 {
-	return w ? np_thread_sum_missed(w->slot) - w->missed_base : 0;
+	if (!w)
+		return 0;
+	const struct np_watch_entry *e = &np_watch_table[w->index];
+	uint64_t no_block = atomic_load(&e->gen) == w->gen ? atomic_load(&e->missed_no_block) : 0;
+	return np_thread_sum_missed(w->slot) - w->missed_base + no_block;
 }
 
 void np_watch_maintain(void)

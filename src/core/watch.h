@@ -54,6 +54,8 @@ struct np_watch_entry {
 	_Atomic uint32_t slot; /* its counter slot: a nested hit counts its miss
 				* there without touching a watch that may be
 				* going away */
+	_Atomic uint64_t missed_no_block; /* hits of this generation on a
+					   * thread that got no block */
 };
 extern struct np_watch_entry np_watch_table[NP_WATCH_MAX];
 

@@ -402,8 +402,13 @@ bool np_watch_trap(siginfo_t *si, void *uc)
 	struct np_watch_entry *e = &np_watch_table[idx < NP_WATCH_MAX ? idx : 0];
 	struct np_watch *w = atomic_load_explicit(&e->watch, memory_order_acquire);
 	struct np_thread *t = w ? np_thread_self() : NULL;
-	if (!w || !t || idx >= NP_WATCH_MAX)
-		return true; /* its watch is gone, or no block: nothing to run */
+	if (!w || idx >= NP_WATCH_MAX)
+		return true; /* its watch is gone: nothing to run */
+	if (!t) { /* no block for this thread (out of memory): counted */
+		if (atomic_load(&e->gen) == gen)
+			atomic_fetch_add(&e->missed_no_block, 1);
+		return true;
+	}
 	if (atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
 		/* an access from a handler: counted, not reported */
 		if (atomic_load(&e->gen) == gen)
