@@ -186,6 +186,8 @@ void np_thread_pool_stock(void)
 
 static void atfork_child(void)
 {
+	/* a thread that was growing the pool is not in the child */
+	atomic_store(&growing, 0);
 	/* The forking thread keeps its block under its new tid; the others'
 	 * blocks are reclaimed by the next stock() since their tids are gone. */
 	if (np_tls_self)
