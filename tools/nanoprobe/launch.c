@@ -155,7 +155,8 @@ static int preload_env(const char *agent, const char *sock)
 	if (sanitizer_env() || preload_var(agent))
 		return -1;
 	char target[160];
-	snprintf(target, sizeof(target), "%s@%d", sock, (int)getpid()); /* see agent.c */
+	/* see agent.c; fixed width, as the name (session.c) */
+	snprintf(target, sizeof(target), "%s@%010d", sock, (int)getpid());
 	return setenv(NP_AGENT_ENV_SOCK, target, 1);
 }
 

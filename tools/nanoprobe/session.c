@@ -76,7 +76,10 @@ static int listen_abstract(char *name, size_t len)
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, len, "nanoprobe.%d.%ld", (int)getpid(), (long)ts.tv_nsec);
+	/* fixed width: the name goes into the traced program's environment,
+	 * whose size moves its stack and the heap copies it makes (a
+	 * differential run saw strlen's alignment paths vary with it) */
+	snprintf(name, len, "nanoprobe.%010d.%09ld", (int)getpid(), (long)ts.tv_nsec);
 	size_t n = strlen(name);
 	memcpy(a.sun_path + 1, name, n);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
