@@ -77,6 +77,11 @@ static void consider(uint64_t lo, uint64_t hi, uint64_t aim, uint64_t near, uint
 		     uint64_t *best, uint64_t *best_d)
 {
 	uint64_t pg = page_size();
+	if (reach) { /* only the part of the gap within reach counts */
+		uint64_t rlo = near > reach ? ((near - reach) + pg) & ~(pg - 1) : 0;
+		lo = lo > rlo ? lo : rlo;
+		hi = hi < near + reach - 1 ? hi : (near + reach - 1) & ~(pg - 1);
+	}
 	if (hi < lo || hi - lo < CHUNK)
 		return;
 	uint64_t cand = aim < lo ? lo : (aim > hi - CHUNK ? hi - CHUNK : aim & ~(pg - 1));
@@ -119,8 +124,14 @@ static uint64_t pick_gap(uint64_t aim, uint64_t near, uint64_t reach, bool stric
 		return 0;
 	uint64_t brk = program_break();
 	uint64_t at = brk ? gap_near(&m, aim, near, reach, brk, brk + BRK_ROOM) : 0;
-	if (!at && !strict) /* nothing else in reach: the heap's room it is */
-		at = gap_near(&m, aim, near, reach, 0, 0);
+	/* Nothing else in reach (arm64's 128 MiB from a non-PIE program
+	 * whose lower gap is full): the heap's room it is, but as far from
+	 * the break as reach allows, so the heap still grows by brk until it
+	 * gets there. Next to the break, the program's malloc found brk
+	 * failing at once and fell back to mmap (python3 under qemu-aarch64,
+	 * every function probed). */
+	if (!at && !strict)
+		at = gap_near(&m, brk ? brk + BRK_ROOM : aim, near, reach, 0, 0);
 	np_maps_free(&m);
 	return at;
 }
