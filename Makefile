@@ -30,8 +30,8 @@ ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-tortur
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
 # builds of the packages, unpacked under $(BUILD_ARM64)/debroot, never
 # installed; the programs run from them.
-ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3
-ARM64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
+ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3 python3-minimal python3.11-minimal libpython3.11-stdlib
+ARM64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
 ARM64_DIFF_SCALE ?= 0.2
 BUILD_RISCV64 ?= $(BUILD)-riscv64
 RV_SYSROOT := cross/sysroot/riscv64

@@ -144,6 +144,15 @@ def program_path(name):
     return real(next((f for f in found if os.path.exists(f)), None))
 
 
+def python3_path():
+    """The interpreter itself, not /usr/bin/python3's symlink: its functions
+    are the ones probed. Unpacked, it finds its standard library beside
+    itself (sys.prefix is DEBROOT/usr)."""
+    if ISA == "x86_64":
+        return real(shutil.which("python3", path="/usr/bin"))
+    return program_path("python3")
+
+
 def library_path(soname):
     """The copy of a library the program's dynamic linker finds."""
     if ISA != "x86_64":
@@ -166,13 +175,11 @@ def programs(inputs):
         "grep": ([program_path("grep"), "-n", "-E", "(alpha|kilo) [a-z]+ [0-9]+7$",
                   inputs["text"]], None, []),
         "gzip": ([program_path("gzip"), "-c", "-6", inputs["blob"]], None, []),
-        "python3": ([real(shutil.which("python3", path="/usr/bin")), "-c",
+        "python3": ([python3_path(), "-c",
                      PY_WORKLOAD.replace("ROWS", rows)], None, []),
         "sqlite3": ([program_path("sqlite3"), ":memory:"], inputs["sql"].encode(),
                     [library_path("libsqlite3.so.0")]),
     }
-    if ISA != "x86_64":
-        del progs["python3"]  # its arm64 build needs dozens of packages unpacked
     return progs
 
 
