@@ -67,35 +67,6 @@ TEST(format_of_a_partial_word_is_enodata)
 /* ------------------------------------------------------------------ */
 /* The same table against objdump                                      */
 
-/* "b\t401010 <.text.v3+0x10>  // b.any" -> "b\t0x401010" */
-static void gnu_text(const char *in, char *out, size_t cap)
-{
-	size_t n = 0;
-
-	for (const char *p = in; *p && n + 3 < cap; p++) {
-		const char *q = p;
-
-		if (strncmp(p, "  //", 4) == 0 || strncmp(p, " ; undefined", 12) == 0)
-			break;
-		while (*q && strchr("0123456789abcdef", *q))
-			q++;
-		if (q > p && strncmp(q, " <", 2) == 0 && (p == in || p[-1] == ' ' || p[-1] == '\t')) {
-			out[n++] = '0';
-			out[n++] = 'x';
-			while (p < q && n + 1 < cap)
-				out[n++] = *p++;
-			p = strchr(q, '>');
-			if (!p)
-				break;
-			continue;
-		}
-		out[n++] = *p;
-	}
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
-	out[n] = '\0';
-}
-
 static bool write_vectors(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -125,7 +96,7 @@ static void compare_objdump(FILE *p)
 		}
 		if (!want || !tab || !strchr(line, ':'))
 			continue;
-		gnu_text(tab + 1, text, sizeof(text));
+		a64_gnu_text(tab + 1, text, sizeof(text));
 		if (strcmp(text, a64_vectors[v].text) != 0)
 			fprintf(stderr, "vector %zu (0x%08x): objdump says \"%s\"\n", v,
 				a64_vectors[v].w, text);
