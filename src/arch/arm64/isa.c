@@ -45,6 +45,7 @@ const struct np_isa np_isa_arm64 = {
 	.reg_use = a64_reg_use,
 	.relocate_via = a64_relocate_via,
 	.emit_jump_via = a64_emit_jump_via,
+	.patch_needs_stop = a64_patch_needs_stop,
 	/* AAPCS64: x0..x17 and the link register are the caller's to lose.
 	 * Not x18, the platform register (a shadow call stack keeps it). */
 	.call_clobbered = 0x3ffffull | X(30),
