@@ -269,6 +269,17 @@ const char *an_long_form(const struct np_isa *isa)
 	return !strcmp(isa->name, "arm64") ? "adrp+add+br" : "auipc+jalr";
 }
 
+/* The long patch's bytes, where the jump back of "free both ways" lands:
+ * 8 (auipc+jalr, the paper's patch), 12 on arm64 (adrp+add+br). */
+static unsigned long_jump_len(const struct np_isa *isa, uint64_t pc)
+{
+	uint8_t buf[32];
+	int n = isa->emit_jump_via ? isa->emit_jump_via(buf, sizeof(buf), pc, pc + far_offset(isa),
+							isa->scratch_ok)
+				   : -1;
+	return n > 0 ? (unsigned)n : LONG_JUMP_LEN;
+}
+
 static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 {
 	uint8_t buf[32];
@@ -318,7 +329,7 @@ void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
 	s->len = in.len;
 	s->free_in = free_at(f, pc);
 	s->free_plain = f->have_fr ? np_freereg_at(&f->plain, pc) : 0;
-	s->free_back = free_at(f, boundary_after(f, pc, LONG_JUMP_LEN));
+	s->free_back = free_at(f, boundary_after(f, pc, long_jump_len(f->isa, pc)));
 	if (in.cls == NP_INSN_REJECTED) {
 		why_not(s, "%s", in.reason);
 		return;

@@ -290,7 +290,9 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 		       pct(st->one_free, st->sites));
 		printf("  %-40s %9zu %7.1f%%\n", "  by liveness alone (no convention)",
 		       st->one_free_plain, pct(st->one_free_plain, st->sites));
-		printf("  %-40s %9zu %7.1f%%   51%%\n", "free registers both ways (8-byte patch)",
+		printf("  %-40s %9zu %7.1f%%   51%%\n",
+		       strcmp(isa->name, "arm64") ? "free registers both ways (8-byte patch)"
+						  : "free registers both ways (12-byte patch)",
 		       st->both_free, pct(st->both_free, st->sites));
 	}
 	printf("  %-40s %9zu %7.1f%%\n", "trap-free (JUMP)", st->kind[AN_JUMP],
