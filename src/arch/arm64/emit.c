@@ -59,17 +59,22 @@ static int out_room(const struct a64_out *o, size_t n)
 	return o->cap >= o->len && o->cap - o->len >= n ? 0 : -ENOSPC;
 }
 
+int a64_out_veneer(struct a64_out *o, unsigned reg, uint64_t to)
+{
+	int err = out_room(o, 16);
+
+	if (err)
+		return err;
+	a64_out_word(o, 0x58000040u | reg);      /* ldr xr, .+8 */
+	a64_out_word(o, 0xd61f0000u | reg << 5); /* br xr */
+	return out_quad(o, to);
+}
+
 int a64_out_b_any(struct a64_out *o, uint64_t to)
 {
 	int err = a64_out_b(o, to);
 
-	if (err != -ERANGE)
-		return err;
-	if ((err = out_room(o, 16)))
-		return err;
-	a64_out_word(o, 0x58000040u | A64_X16); /* ldr x16, .+8 */
-	a64_out_word(o, 0xd61f0000u | A64_X16 << 5); /* br x16 */
-	return out_quad(o, to);
+	return err != -ERANGE ? err : a64_out_veneer(o, A64_X16, to);
 }
 
 static uint32_t adr_word(uint32_t op, unsigned rd, int64_t imm21)

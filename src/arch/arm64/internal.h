@@ -176,6 +176,8 @@ int a64_out_b(struct a64_out *o, uint64_t to);
 /* b when in reach, else the linker's veneer `ldr x16, 8; br x16; .quad
  * to`: x16 is the register AAPCS64 gives linkers for exactly that. */
 int a64_out_b_any(struct a64_out *o, uint64_t to);
+/* `ldr xr, .+8; br xr; .quad to`: any distance, through xr. */
+int a64_out_veneer(struct a64_out *o, unsigned reg, uint64_t to);
 /* Xd = addr with no other register: adr, adrp (+ add), or a literal. */
 int a64_out_addr(struct a64_out *o, unsigned rd, uint64_t addr);
 /* b when in reach, else adrp+add+br through a register of scratch

@@ -70,18 +70,6 @@ struct far {
 	bool any_x16;     /* a64_relocate: every far target leaves the function */
 };
 
-static int out_veneer(struct a64_out *o, unsigned reg, uint64_t to)
-{
-	int err;
-
-	if (o->cap < o->len || o->cap - o->len < 16)
-		return -ENOSPC;
-	a64_out_word(o, 0x58000040u | reg);      /* ldr xr, .+8 */
-	a64_out_word(o, 0xd61f0000u | reg << 5); /* br xr */
-	err = a64_out_word(o, (uint32_t)to);
-	return err ? err : a64_out_word(o, (uint32_t)(to >> 32));
-}
-
 /* An unconditional jump to 'to' from the output's pc (see the top). */
 static int out_branch(struct a64_out *o, uint64_t to, const struct far *f)
 {
@@ -91,9 +79,9 @@ static int out_branch(struct a64_out *o, uint64_t to, const struct far *f)
 	if (err != -ERANGE)
 		return err;
 	if (r >= 0)
-		return out_veneer(o, (unsigned)r, to);
+		return a64_out_veneer(o, (unsigned)r, to);
 	if (f->any_x16 || from_site >= LEAVES || from_site <= -LEAVES)
-		return out_veneer(o, A64_X16, to);
+		return a64_out_veneer(o, A64_X16, to);
 	return -ERANGE;
 }
 
