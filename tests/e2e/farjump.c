@@ -8,6 +8,9 @@
  * jumps back the same way. Hit counts are exact, results unchanged, and
  * detaching puts the original words back; alone and in a batch.
  *
+ * In code mapped with BTI guards the long form cannot jump back (a br
+ * must land on a bti there): such a site falls back to TRAP.
+ *
  * The reservation is made before the first probe, so that no trampoline
  * memory exists near the code yet; the program's heap cannot grow by brk
  * afterwards either (malloc falls back to mmap).
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include "e2e.h"
@@ -25,6 +29,7 @@
 typedef uint64_t fn_t(uint64_t);
 extern fn_t far_entry, far_branch, far_call;
 extern uint8_t far_branch_site[], far_call_site[];
+extern fn_t pac_a_twice; /* libbtitarget (bti_arm64.S): guarded where BTI is */
 
 #define MIB (1ull << 20)
 #define REACH (130 * MIB) /* a little more than b's */
@@ -181,6 +186,34 @@ TEST(a_batch_takes_the_long_form_too)
 		p[i] = NULL;
 	}
 	detach_all(p);
+}
+
+#ifndef HWCAP2_BTI
+#define HWCAP2_BTI (1 << 17)
+#endif
+
+/* pac_a_twice: paciasp; stp; mov; bl; ...: the entry probe goes after the
+ * pad, where the long patch would displace stp, mov and bl. */
+TEST(in_guarded_code_a_site_beyond_b_reach_falls_back_to_trap)
+{
+	struct e2e_counter c = {0};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_AUTO);
+	bool guarded = getauxval(AT_HWCAP2) & HWCAP2_BTI;
+	fn_t *volatile fn = pac_a_twice;
+
+	CHECK_EQ(reserve_around((uintptr_t)pac_a_twice), 0);
+	struct np_probe *p = np_probe_attach((void *)pac_a_twice, &o);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	/* where BTI is not enforced the library's pages are not guarded */
+	CHECK_EQ(np_probe_strategy(p), guarded ? NP_STRATEGY_TRAP : NP_STRATEGY_JUMP);
+	if (!guarded)
+		CHECK(is_long_jump((uint8_t *)pac_a_twice + 4));
+	for (uint64_t x = 0; x < 100; x++)
+		CHECK_EQ(fn(x), 2 * (x + 1));
+	CHECK_EQ(c.hits, 100);
+	CHECK_EQ(e2e_detach_free(p), 0);
 }
 
 TEST_MAIN()
