@@ -29,8 +29,10 @@
  * by any jump) and emptied ones (still patched); anything that must see
  * a queued region in place first calls np_batch_flush. Outside a batch,
  * region.c patches at once, as before. The breakpoint-first steps are the
- * x86 protocol; other hosts place the queued regions one by one through
- * np_patch_region, their own protocol.
+ * x86 protocol; on other hosts the regions whose patch is one word go in
+ * together through np_patch_words (arm64: its threads stopped once for
+ * the batch where the Arm ARM asks for it), longer ones one by one
+ * through np_patch_region.
  */
 #include "core/internal.h"
 #include "core/maps.h"
@@ -381,16 +383,39 @@ static bool done_with(uint64_t addr, const struct np_region *r, void *cookie)
 	return !p->err || (r->strategy == NP_STRATEGY_JUMP && addr == r->start);
 }
 
+/* The regions whose patch is one breakpoint long (arm64: a b or a brk;
+ * riscv64: a c.ebreak) go in together, step by step (np_patch_words: one
+ * stop of the other threads per step that needs one, for the whole
+ * batch); longer ones one by one through np_patch_region. */
+static void place_words(void)
+{
+	struct np_region **r = malloc(batch.n * sizeof(*r));
+	const uint8_t **bytes = malloc(batch.n * sizeof(*bytes));
+	int *errs = malloc(batch.n * sizeof(*errs));
+	size_t n = 0;
+	for (size_t i = 0; r && bytes && errs && i < batch.n; i++)
+		if (batch.v[i].len == np_host_isa->trap_len)
+			r[n] = batch.v[i].r, bytes[n++] = batch.v[i].bytes;
+	if (n)
+		np_patch_words(r, bytes, n, errs);
+	for (size_t i = 0, k = 0; i < batch.n; i++) {
+		struct pending *p = &batch.v[i];
+		if (p->len != np_host_isa->trap_len)
+			p->err = np_patch_region(p->r, p->bytes, p->len, p->move);
+		else
+			p->err = r && bytes && errs ? errs[k++] : -ENOMEM;
+	}
+	free(r);
+	free(bytes);
+	free(errs);
+}
+
 static void place_all(void)
 {
-	if (np_host_isa->trap_len == 1) { /* x86: the byte-wise protocol above */
+	if (np_host_isa->trap_len == 1) /* x86: the byte-wise protocol above */
 		breakpoint_first();
-		return;
-	}
-	for (size_t i = 0; i < batch.n; i++) {
-		struct pending *p = &batch.v[i];
-		p->err = np_patch_region(p->r, p->bytes, p->len, p->move);
-	}
+	else
+		place_words();
 }
 
 void np_batch_flush(void)

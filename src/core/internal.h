@@ -320,6 +320,11 @@ void np_barrier_threads(void); /* full memory barrier on every running thread */
 int np_threads_move_out(uint64_t start, uint64_t end,
 			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
+/* Patches of n regions, each no longer than the breakpoint (bytes[i] at
+ * r[i]->start), written breakpoint first, step by step for all of them,
+ * the other threads stopped once per step that needs it (patch.c).
+ * errs[i]: 0 or -errno per region. */
+void np_patch_words(struct np_region *const *r, const uint8_t *const *bytes, size_t n, int *errs);
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are

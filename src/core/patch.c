@@ -197,28 +197,48 @@ static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign)
 
 #define SIGBIT(s) (1ull << ((s) - 1))
 
-/* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
- * with every host signal blocked but the synchronous SIGSEGV, SIGFPE and
- * SIGILL, for good: they run no guest code and never answer. A guest
- * thread never has that mask: qemu gives it the guest's own mask less
- * SIGSEGV and SIGBUS, or, while it delivers a signal, every signal. Raw
- * reads: no allocation. */
-static bool emulator_thread(int tid)
+/* A thread's blocked-signal mask (SigBlk), 0 when it cannot be read.
+ * Raw reads: no allocation. */
+static uint64_t blocked_mask(int tid)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return 0;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return 0;
 	buf[n] = 0;
 	const char *at = strstr(buf, "\nSigBlk:");
-	if (!at)
-		return false;
-	uint64_t blk = strtoull(at + 8, NULL, 16);
+	return at ? strtoull(at + 8, NULL, 16) : 0;
+}
+
+/* qemu-user re-creates its RCU thread in a forked child: for a moment it
+ * runs, every signal blocked, before it blocks in the emulator for good
+ * with the emulator's mask. Asked then, it would never answer: a running
+ * thread that blocks the signal is looked at again for up to 20 ms. */
+#define SETTLE_TRIES 20
+static enum look settled_look(int tid, uint64_t start, uint64_t end)
+{
+	enum look l = look_at(tid, start, end, true);
+	for (int i = 0; l == LOOK_ASK && i < SETTLE_TRIES && (blocked_mask(tid) & SIGBIT(fixup_sig));
+	     i++) {
+		nanosleep(&(struct timespec){0, 1000000L}, NULL);
+		l = look_at(tid, start, end, true);
+	}
+	return l;
+}
+
+/* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
+ * with every host signal blocked but the synchronous SIGSEGV, SIGFPE and
+ * SIGILL, for good: they run no guest code and never answer. A guest
+ * thread never has that mask: qemu gives it the guest's own mask less
+ * SIGSEGV and SIGBUS, or, while it delivers a signal, every signal. */
+static bool emulator_thread(int tid)
+{
+	uint64_t blk = blocked_mask(tid);
 	uint64_t on = SIGBIT(SIGBUS) | SIGBIT(SIGINT) | SIGBIT(SIGTERM);
 	uint64_t off = SIGBIT(SIGILL) | SIGBIT(SIGFPE);
 	return (blk & on) == on && !(blk & off);
@@ -343,7 +363,7 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	 * look uses stdio. */
 	bool risky = new_code && np_codemem_lands_inside(start, end);
 	for (int i = 0; i < n; i++) {
-		enum look l = look_at(all[i], start, end, true);
+		enum look l = settled_look(all[i], start, end);
 		if (l == LOOK_ASK || (l == LOOK_LEAVE && risky) ||
 		    (l == LOOK_FOREIGN && !emulator_thread(all[i])))
 			asked[k++] = all[i];
@@ -436,28 +456,111 @@ static uint64_t to_trampoline(void *cookie, uint64_t pc)
 	return i < 0 ? pc : r->tramp + r->tramp_off[i];
 }
 
-/* A patch no longer than the breakpoint (arm64: every patch is one word).
+/* --- patches no longer than the breakpoint ------------------------------------
+ * (arm64: every patch but the long jump is one word; a TRAP everywhere.)
  * The Arm ARM (B2.2.5) lets another thread run a word being replaced only
  * when the old and the new word are both one of b, bl, brk, nop (and a
- * few system forms). So an ordinary instruction becomes a branch through
- * a breakpoint: the old word to brk, then brk to b; a thread that meets
+ * few system forms). So a word goes in two steps, through the breakpoint:
+ * the current word to brk, then brk to the new word; a thread that meets
  * the breakpoint meanwhile is sent on by the trap handler (the region is
- * in the trap table while its jump is written). The first store, from an
- * arbitrary word to brk, is the kernel's own uprobe step; the Arm ARM
- * would have the other threads stopped for it (docs/arm64.md). */
-static int patch_word(struct np_region *r, const uint8_t *bytes, size_t len, const uint8_t *trap)
+ * in the trap table while its jump is written). A step that the ISA says
+ * another thread may not execute concurrently (np_isa.patch_needs_stop:
+ * an arbitrary word to brk, brk back to one) is written with every other
+ * thread stopped; brk to b and b to brk are not. Each step is taken for
+ * every word of a batch at once, so a batch stops the threads once per
+ * step that needs it, not once per probe. */
+struct word_step {
+	struct np_region *r;
+	const uint8_t *to;
+	size_t len;
+	uint8_t from[16];
+	uint8_t before[16]; /* what the word held before the first step */
+	int *err;
+};
+
+static bool step_needs_stop(const struct word_step *w)
 {
-	uint8_t cur[16];
-	int err;
-	if (len == np_host_isa->trap_len && memcmp(bytes, trap, len) != 0 &&
-	    np_code_read(r->start, cur, len) == 0 && memcmp(cur, trap, len) != 0) {
-		if ((err = np_code_write(r->start, trap, len)))
-			return err;
-		np_sync_cores();
+	return np_host_isa->patch_needs_stop &&
+	       np_host_isa->patch_needs_stop(w->from, w->to, w->len, w->r->start);
+}
+
+/* Every step of v whose word changes, written; cores synchronised once. */
+static void write_words(struct word_step *v, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	bool stop = false, any = false;
+	for (size_t i = 0; i < n; i++) {
+		if (*v[i].err || !memcmp(v[i].from, v[i].to, v[i].len))
+			continue;
+		any = true;
+		if (step_needs_stop(&v[i])) {
+			stop = true;
+			lo = v[i].r->start < lo ? v[i].r->start : lo;
+			hi = v[i].r->start + v[i].len > hi ? v[i].r->start + v[i].len : hi;
+		}
 	}
-	err = np_code_write(r->start, bytes, len);
+	if (!any)
+		return;
+	/* nothing lies strictly inside one word: no thread to move, no landing */
+	int err = stop ? np_threads_stop(lo, hi, NULL, NULL, false) : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (*v[i].err || !memcmp(v[i].from, v[i].to, v[i].len))
+			continue;
+		if (err && step_needs_stop(&v[i]))
+			*v[i].err = err;
+		else
+			*v[i].err = np_code_write(v[i].r->start, v[i].to, v[i].len);
+	}
 	np_sync_cores();
-	return err;
+	if (stop && !err)
+		np_threads_resume();
+}
+
+/* A word whose second step failed (its threads could not be stopped)
+ * after the first put the breakpoint in: the word it replaced goes back,
+ * where that needs no stop (a b being removed), so that the trap table
+ * can forget it. Else it stays behind its breakpoint, as the region it
+ * still is (a TRAP that could not be removed). */
+static void roll_back(struct word_step *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ignored = 0;
+		bool in_trap = *v[i].err && memcmp(v[i].before, v[i].from, v[i].len);
+		if (!in_trap)
+			continue;
+		v[i].to = v[i].before;
+		v[i].err = &ignored;
+		if (!step_needs_stop(&v[i]))
+			write_words(&v[i], 1);
+	}
+}
+
+void np_patch_words(struct np_region *const *r, const uint8_t *const *bytes, size_t n, int *errs)
+{
+	size_t tl = np_host_isa->trap_len;
+	uint8_t trap[16];
+	struct word_step *v = calloc(n ? n : 1, sizeof(*v));
+	np_host_isa->emit_trap(trap);
+	for (size_t i = 0; i < n; i++) {
+		errs[i] = v ? 0 : -ENOMEM;
+		if (v)
+			v[i] = (struct word_step){.r = r[i], .to = trap, .len = tl, .err = &errs[i]};
+		if (v && !(errs[i] = np_code_read(r[i]->start, v[i].from, tl)) &&
+		    (!memcmp(bytes[i], trap, tl) || !memcmp(v[i].from, trap, tl)))
+			v[i].to = v[i].from; /* already there, or brk is the new word: one step */
+	}
+	if (!v)
+		return;
+	write_words(v, n); /* to the breakpoint */
+	for (size_t i = 0; i < n; i++) {
+		memcpy(v[i].before, v[i].from, tl);
+		if (!errs[i] && v[i].to == trap)
+			memcpy(v[i].from, trap, tl);
+		v[i].to = bytes[i];
+	}
+	write_words(v, n); /* to the new word */
+	roll_back(v, n);
+	free(v);
 }
 
 /* Where a thread stopped strictly inside the bytes being replaced goes.
@@ -531,16 +634,18 @@ static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
 
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
 {
-	uint8_t trap[16], cur[sizeof(r->patch)];
+	uint8_t cur[sizeof(r->patch)];
 	size_t tl = np_host_isa->trap_len;
 
+	if (len == tl) {
+		int err;
+		np_patch_words(&r, &bytes, 1, &err);
+		return err;
+	}
 	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
 	    np_code_read(r->start, cur, len) == 0 &&
 	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
 		return patch_stopped(r, bytes, len);
-	np_host_isa->emit_trap(trap);
-	if (len <= tl)
-		return patch_word(r, bytes, len, trap);
 	return write_bp_first(r, bytes, len, move_threads);
 }
 

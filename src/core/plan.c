@@ -265,12 +265,14 @@ uint64_t np_plan_reach(enum np_jump_form form)
 	return reach - margin;
 }
 
-/* The long form's length, from what emit_jump_via writes to a far place. */
+/* The long form's length, from what emit_jump_via writes to a place
+ * beyond the short form's reach (arm64's b reaches 128 MiB). */
 static unsigned long_len(uint64_t addr)
 {
 	uint8_t buf[32];
+	uint64_t far = 2 * np_host_isa->jump_reach + (64u << 20);
 	int n = np_host_isa->emit_jump_via ? np_host_isa->emit_jump_via(buf, sizeof(buf), addr,
-									addr + (64u << 20),
+									addr + far,
 									np_host_isa->scratch_ok)
 					   : -1;
 	return n > 0 ? (unsigned)n : 0;
@@ -281,9 +283,11 @@ static int registers(const struct fn_view *v, enum np_jump_form form, struct pla
 	const struct np_insn *last = &p->insn[p->ninsn - 1];
 	p->scratch.scratch = v->have_fr ? np_freereg_over(&v->fr, p->start, p->end) : 0;
 	p->scratch.resume = free_at(v, p->end);
+	if (form == NP_JUMP_LONG && !p->via)
+		return REFUSE(p, "no free register at the site for the long jump");
 	if (form == NP_JUMP_LONG && !p->scratch.resume && !(last->flags & NP_INSN_NOFALL))
 		return REFUSE(p, "no free register at 0x%llx for the jump back from a trampoline "
-				 "beyond jal's reach", (unsigned long long)p->end);
+				 "beyond the short jump's reach", (unsigned long long)p->end);
 	return 0;
 }
 
@@ -300,8 +304,8 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 		return REFUSE(p, "the ISA has no long jump form");
 	if (in_exclusive(v, addr))
 		return REFUSE(p, "inside an lr/sc sequence: a jump would clear the reservation");
-	if (form == NP_JUMP_LONG && !(p->via = free_at(v, addr)))
-		return REFUSE(p, "no free register at the site for the long jump (auipc+jalr)");
+	if (form == NP_JUMP_LONG)
+		p->via = free_at(v, addr); /* refused after the instructions' own reasons */
 	for (int round = 0; round < 8; round++) {
 		int err = cover(v, p, need);
 		if (err)

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 """`nanoprobe analyze` end to end.
 
-usage: test_analyze.py NANOPROBE FIXTURE_RISCV64.so
+usage: test_analyze.py NANOPROBE FIXTURE_RISCV64.so [FIXTURE_ARM64.so]
 
 The riscv64 fixture (fixtures/analyze_riscv64.S) has functions written so
 that each site's strategy and reason are known. The Debian cross libcs
+The arm64 fixture (fixtures/analyze_arm64.S) has a function beyond b's
+reach, whose sites take the long form. The Debian cross libcs
 (libc6-riscv64-cross, libc6-arm64-cross) and the host libc are checked
 for the report's shape and its internal consistency; on the host libc the
 strategies must agree with the engine's own planner (`nanoprobe list`).
@@ -17,6 +19,7 @@ import subprocess
 import sys
 
 NP, FIXTURE = sys.argv[1:3]
+FIXTURE_ARM64 = sys.argv[3] if len(sys.argv) > 3 else None
 RISCV_LIBC = "/usr/riscv64-linux-gnu/lib/libc.so.6"
 ARM64_LIBC = "/usr/aarch64-linux-gnu/lib/libc.so.6"
 STRATEGIES = {"jump", "trap-simulated", "trap-out-of-line", "rejected"}
@@ -129,6 +132,29 @@ def riscv64_cross_libc_report_adds_up():
     check_shape(RISCV_LIBC, sites, summary, "riscv64", True)
     for s in sites:
         check(set(s["free"]) <= RV_NAMES, f"free registers {s['free']}")
+
+
+@case
+def arm64_fixture_beyond_b_reach_takes_the_long_form():
+    if not FIXTURE_ARM64:
+        print("# skip: no arm64 fixture (aarch64-linux-gnu-gcc)")
+        return
+    sites, summary = analyze_json(FIXTURE_ARM64)
+    check_shape(FIXTURE_ARM64, sites, summary, "arm64", True)
+    at = {(s["function"], s["offset"]): s for s in sites}
+    want = {("plain", 0): ("jump", "b"), ("end_fn", 0): ("jump", "b"),
+            ("far_fn", 0): ("jump", "adrp+add+br"), ("far_fn", 12): ("jump", "adrp+add+br"),
+            ("far_fn", 16): ("trap-out-of-line", None), ("far_fn", 20): ("trap-simulated", None),
+            ("far_loop", 0): ("trap-out-of-line", None), ("far_loop", 4): ("jump", "adrp+add+br")}
+    for (fn, off), (strategy, form) in want.items():
+        s = at.get((fn, off))
+        check(s is not None and s["strategy"] == strategy and
+              (form is None or s["form"] == form), f"{fn}+{off}: {s}")
+    check("a branch lands at" in at.get(("far_loop", 0), {}).get("why", ""),
+          "three displaced words: a branch into the second refuses the jump")
+    check("x16" in at[("far_fn", 0)]["free"] and "x18" not in at[("far_fn", 0)]["free"],
+          "AAPCS64 at an entry: x16 free, never x18")
+    check(summary.get("counts", {}).get("jump_long") == 5, f"five long jumps: {summary}")
 
 
 @case

@@ -11,7 +11,9 @@
  * count as the address they compute: `adrp Xd; add Xd, Xd, #lo` and the
  * literal forms `ldr X, .+8; br X | b .+12; .quad A`. Also format() and
  * branch_targets() on the whole input, and relocate() into a buffer one
- * word too short. Buffers are heap-allocated to their exact size so that
+ * word too short. The same through relocate_via() with scratch registers
+ * 1 GiB away (jumps through a register count as the address its adrp+add
+ * computes), and reg_use() agreeing with decode(). Buffers are heap-allocated to their exact size so that
  * AddressSanitizer sees any overrun.
  */
 #include <errno.h>
@@ -108,8 +110,14 @@ static void want_outside(struct targets *t, uint64_t v, uint64_t dst_pc, int n)
 		add(t, v);
 }
 
+/* relocate(), or relocate_via() with s */
+static int reloc(const struct np_reloc *r, const struct np_reloc_scratch *s)
+{
+	return s ? ISA->relocate_via(r, s) : ISA->relocate(r);
+}
+
 static void roundtrip(const uint8_t *src, const struct np_insn *in, uint64_t dst_pc,
-		      uint64_t resume)
+		      uint64_t resume, const struct np_reloc_scratch *s)
 {
 	uint8_t *out = malloc(OUT_CAP);
 	struct np_reloc r = {src, 4, SRC_PC, out, OUT_CAP, dst_pc, resume};
@@ -117,7 +125,7 @@ static void roundtrip(const uint8_t *src, const struct np_insn *in, uint64_t dst
 	int n;
 
 	FUZZ_ASSERT(out);
-	n = ISA->relocate(&r);
+	n = reloc(&r, s);
 	if (n < 0) {
 		FUZZ_ASSERT(n == -ERANGE || n == -EOPNOTSUPP);
 		free(out);
@@ -146,7 +154,7 @@ static void roundtrip(const uint8_t *src, const struct np_insn *in, uint64_t dst
 	struct np_reloc t = {src, 4, SRC_PC, tight, (size_t)n - 4, dst_pc, resume};
 
 	FUZZ_ASSERT(tight);
-	FUZZ_ASSERT(ISA->relocate(&t) == -ENOSPC);
+	FUZZ_ASSERT(reloc(&t, s) == -ENOSPC);
 	free(tight);
 	free(out);
 }
@@ -178,6 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct np_reloc whole = {data, size, SRC_PC, NULL, 0, 0, 0};
 	struct np_mem mem = {mem_read, mem_write, &whole};
 	struct np_insn in;
+	struct np_reg_use use;
+	struct np_reloc_scratch far = {1ull << 16, 1ull << 9};
 	size_t count = 0;
 	char text[96];
 	uint8_t *src;
@@ -194,6 +204,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ISA->vector_state_used(SRC_PC, &mem);
 	rc = ISA->decode(data, size, SRC_PC, &in);
 	FUZZ_ASSERT(rc == 0 || rc == -EILSEQ || rc == -ENODATA);
+	FUZZ_ASSERT(ISA->reg_use(data, size, SRC_PC, &use) == rc);
+	FUZZ_ASSERT(rc || ((use.read | use.written) & ~0x7fffffffull) == 0); /* never sp */
 	if (rc)
 		return 0;
 	FUZZ_ASSERT(in.len == 4 && in.pc == SRC_PC && in.cls <= NP_INSN_SIMULATED);
@@ -205,10 +217,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	src = malloc(4);
 	FUZZ_ASSERT(src);
 	memcpy(src, data, 4);
-	roundtrip(src, &in, SRC_PC + 0x4000000ull, SRC_PC + 4);  /* 64 MiB above */
-	roundtrip(src, &in, SRC_PC - 0x7000000ull, SRC_PC + 4);  /* 112 MiB below */
-	roundtrip(src, &in, SRC_PC + (8ull << 30), 0);           /* beyond adrp reach */
-	roundtrip(src, &in, SRC_PC - 0x1000, 0);                 /* near, no jump back */
+	roundtrip(src, &in, SRC_PC + 0x4000000ull, SRC_PC + 4, NULL); /* 64 MiB above */
+	roundtrip(src, &in, SRC_PC - 0x7000000ull, SRC_PC + 4, NULL); /* 112 MiB below */
+	roundtrip(src, &in, SRC_PC + (8ull << 30), 0, NULL);          /* beyond adrp reach */
+	roundtrip(src, &in, SRC_PC - 0x1000, 0, NULL);                /* near, no jump back */
+	/* the long form's trampolines: through x16 (scratch) and x9 (back) */
+	roundtrip(src, &in, SRC_PC + (1ull << 30), SRC_PC + 4, &far);
+	roundtrip(src, &in, SRC_PC - (1ull << 30), SRC_PC + 4, &far);
 	free(src);
 	return 0;
 }

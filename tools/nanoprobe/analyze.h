@@ -51,7 +51,8 @@ struct an_site {
 	uint64_t pc;
 	uint8_t len;
 	enum an_kind kind;
-	const char *form;  /* JUMP's form: "jal", "auipc+jalr", "jmp rel32" */
+	const char *form;  /* JUMP's form: "jal", "auipc+jalr", "b", "adrp+add+br",
+			    * "jmp rel32" */
 	uint64_t free_in;  /* registers free at the site */
 	uint64_t free_back; /* free where the jump back lands */
 	uint64_t free_plain; /* free at the site by liveness alone */
@@ -71,5 +72,7 @@ void an_func_free(struct an_func *f);
 /* Plan the site at pc, an instruction boundary of f; sets s->len (0 when
  * the bytes do not decode). */
 void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s);
+/* The long JUMP form's name for an ISA: "auipc+jalr", "adrp+add+br". */
+const char *an_long_form(const struct np_isa *isa);
 
 #endif

@@ -5,7 +5,8 @@
  *
  *   JUMP   the short patch (emit_jump: x86 jmp rel32, riscv jal), when a
  *          trampoline place is within its reach; else, on ISAs whose long
- *          jump needs a register (emit_jump_via: riscv auipc+jalr), the
+ *          jump needs a register (emit_jump_via: riscv auipc+jalr, arm64
+ *          adrp+add+br), the
  *          long patch through a register free at the site. Either way the
  *          displaced instructions must be whole, not rejected, with a call
  *          only last, no branch landing inside them, and relocate() must
@@ -256,23 +257,47 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	return true;
 }
 
+/* A place for a trampoline beyond the short jump's reach (64 MiB for
+ * jal's 1 MiB; past b's 128 MiB on arm64), within the long form's. */
+static uint64_t far_offset(const struct np_isa *isa)
+{
+	return isa->jump_reach < FAR_OFFSET / 2 ? FAR_OFFSET : 2 * isa->jump_reach + FAR_OFFSET;
+}
+
+const char *an_long_form(const struct np_isa *isa)
+{
+	return !strcmp(isa->name, "arm64") ? "adrp+add+br" : "auipc+jalr";
+}
+
+/* The long patch's bytes, where the jump back of "free both ways" lands:
+ * 8 (auipc+jalr, the paper's patch), 12 on arm64 (adrp+add+br). */
+static unsigned long_jump_len(const struct np_isa *isa, uint64_t pc)
+{
+	uint8_t buf[32];
+	int n = isa->emit_jump_via ? isa->emit_jump_via(buf, sizeof(buf), pc, pc + far_offset(isa),
+							isa->scratch_ok)
+				   : -1;
+	return n > 0 ? (unsigned)n : LONG_JUMP_LEN;
+}
+
 static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 {
 	uint8_t buf[32];
-	uint64_t end;
+	uint64_t end, far = f->layout->far ? f->layout->far : pc + far_offset(f->isa);
 	bool falls;
-	int need = f->isa->emit_jump_via(buf, sizeof(buf), pc, pc + FAR_OFFSET, f->isa->scratch_ok);
+	int need = f->isa->emit_jump_via(buf, sizeof(buf), pc, pc + far_offset(f->isa),
+					 f->isa->scratch_ok);
 
 	if (need < 0)
 		return why_not(s, "no long jump form");
 	if (!s->free_in)
 		return why_not(s, "no free register at the site for the long jump");
 	if (!cover(f, pc, (unsigned)need, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, f->layout->far ? f->layout->far : pc + FAR_OFFSET, s))
+	    !relocates(f, pc, end, falls, far, s))
 		return false;
-	s->form = "auipc+jalr";
+	s->form = an_long_form(f->isa);
 	s->end = end;
-	s->place = f->layout->far ? f->layout->far : pc + FAR_OFFSET;
+	s->place = far;
 	s->falls = falls;
 	return true;
 }
@@ -287,7 +312,7 @@ static void plan_trap(const struct an_func *f, const struct np_insn *in, struct 
 	}
 	s->kind = AN_TRAP_OOL;
 	if (!relocates(f, in->pc, in->pc + in->len, !(in->flags & NP_INSN_NOFALL),
-		       slot ? slot : in->pc + FAR_OFFSET, s))
+		       slot ? slot : in->pc + far_offset(f->isa), s))
 		s->kind = AN_REJECT;
 }
 
@@ -304,7 +329,7 @@ void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
 	s->len = in.len;
 	s->free_in = free_at(f, pc);
 	s->free_plain = f->have_fr ? np_freereg_at(&f->plain, pc) : 0;
-	s->free_back = free_at(f, boundary_after(f, pc, LONG_JUMP_LEN));
+	s->free_back = free_at(f, boundary_after(f, pc, long_jump_len(f->isa, pc)));
 	if (in.cls == NP_INSN_REJECTED) {
 		why_not(s, "%s", in.reason);
 		return;

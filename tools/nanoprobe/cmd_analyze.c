@@ -252,7 +252,8 @@ static void count_site(struct an_stats *st, const struct an_site *s, bool entry)
 {
 	st->sites++;
 	st->kind[s->kind]++;
-	st->jump_short += s->kind == AN_JUMP && s->form && strcmp(s->form, "auipc+jalr");
+	st->jump_short += s->kind == AN_JUMP && s->form && strcmp(s->form, "auipc+jalr") &&
+			  strcmp(s->form, "adrp+add+br");
 	st->one_free += s->free_in != 0;
 	st->one_free_plain += s->free_plain != 0;
 	st->both_free += s->free_in && s->free_back;
@@ -289,16 +290,20 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 		       pct(st->one_free, st->sites));
 		printf("  %-40s %9zu %7.1f%%\n", "  by liveness alone (no convention)",
 		       st->one_free_plain, pct(st->one_free_plain, st->sites));
-		printf("  %-40s %9zu %7.1f%%   51%%\n", "free registers both ways (8-byte patch)",
+		printf("  %-40s %9zu %7.1f%%   51%%\n",
+		       strcmp(isa->name, "arm64") ? "free registers both ways (8-byte patch)"
+						  : "free registers both ways (12-byte patch)",
 		       st->both_free, pct(st->both_free, st->sites));
 	}
 	printf("  %-40s %9zu %7.1f%%\n", "trap-free (JUMP)", st->kind[AN_JUMP],
 	       pct(st->kind[AN_JUMP], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "  JUMP, short form", st->jump_short,
 	       pct(st->jump_short, st->sites));
-	if (isa->emit_jump_via)
-		printf("  %-40s %9zu %7.1f%%\n", "  JUMP, auipc+jalr (a free register)", jl,
-		       pct(jl, st->sites));
+	if (isa->emit_jump_via) {
+		char label[64];
+		snprintf(label, sizeof(label), "  JUMP, %s (a free register)", an_long_form(isa));
+		printf("  %-40s %9zu %7.1f%%\n", label, jl, pct(jl, st->sites));
+	}
 	printf("  %-40s %9zu %7.1f%%\n", "TRAP simulated", st->kind[AN_TRAP_SIM],
 	       pct(st->kind[AN_TRAP_SIM], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "TRAP out of line", st->kind[AN_TRAP_OOL],

@@ -176,14 +176,26 @@ int a64_out_b(struct a64_out *o, uint64_t to);
 /* b when in reach, else the linker's veneer `ldr x16, 8; br x16; .quad
  * to`: x16 is the register AAPCS64 gives linkers for exactly that. */
 int a64_out_b_any(struct a64_out *o, uint64_t to);
+/* `ldr xr, .+8; br xr; .quad to`: any distance, through xr. */
+int a64_out_veneer(struct a64_out *o, unsigned reg, uint64_t to);
 /* Xd = addr with no other register: adr, adrp (+ add), or a literal. */
 int a64_out_addr(struct a64_out *o, unsigned rd, uint64_t addr);
+/* b when in reach, else adrp+add+br through a register of scratch
+ * (a64_pick); -ERANGE without one or beyond +-4 GiB. */
+int a64_out_jump(struct a64_out *o, uint64_t to, uint64_t scratch);
+int a64_pick(uint64_t scratch);
+/* The registers one word reads and writes (regs.c). */
+void a64_uses(uint32_t w, struct np_reg_use *u);
 
 /* The np_isa hooks, one file each. */
 int a64_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);
 unsigned a64_landing_pad(const uint8_t *code, size_t avail);
 int a64_format(const uint8_t *code, size_t avail, uint64_t pc, char *buf, size_t cap);
 int a64_relocate(const struct np_reloc *r);
+int a64_relocate_via(const struct np_reloc *r, const struct np_reloc_scratch *s);
+int a64_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
+int a64_emit_jump_via(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint64_t scratch);
+bool a64_patch_needs_stop(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
 int a64_simulate(const struct np_insn *insn, struct np_regs *regs, const struct np_mem *mem);
 int a64_emit_jump(uint8_t *buf, uint64_t from, uint64_t to);
 int a64_emit_trap(uint8_t *buf);

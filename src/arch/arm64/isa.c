@@ -10,6 +10,9 @@
 /* x0..x7 */
 static const uint8_t a64_arg_regs[] = {0, 1, 2, 3, 4, 5, 6, 7};
 
+#define X(n) (1ull << (n))
+#define A64_TEMPS (0x3ffull << 8 & ~X(8)) /* x9..x17 */
+
 static const char *const a64_reg_names[NP_NGPR] = {
 	"x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",  "x9",  "x10",
 	"x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21",
@@ -18,7 +21,7 @@ static const char *const a64_reg_names[NP_NGPR] = {
 
 const struct np_isa np_isa_arm64 = {
 	.name = "arm64",
-	.jump_len = 4,               /* b imm26 */
+	.jump_len = 4,               /* b imm26; emit_jump_via for more */
 	.trap_len = 4,               /* brk #0x6e70 */
 	.trap_pc_after = 0,          /* brk reports its own address */
 	.max_insn = 4,
@@ -39,4 +42,18 @@ const struct np_isa np_isa_arm64 = {
 	.sp_reg = 31,  /* sp */
 	.reg_names = a64_reg_names,
 	.landing_pad = a64_landing_pad,
+	.reg_use = a64_reg_use,
+	.relocate_via = a64_relocate_via,
+	.emit_jump_via = a64_emit_jump_via,
+	.patch_needs_stop = a64_patch_needs_stop,
+	/* AAPCS64: x0..x17 and the link register are the caller's to lose.
+	 * Not x18, the platform register (a shadow call stack keeps it). */
+	.call_clobbered = 0x3ffffull | X(30),
+	/* x9..x15 (temporaries) and x16, x17 (IP0, IP1: a veneer or a PLT
+	 * stub may have clobbered them on the way in). Not x0..x7
+	 * (arguments), x8 (the indirect result's address), x18. */
+	.entry_dead = A64_TEMPS,
+	/* never x18 (platform), x29 (the frame chain unwinders and profilers
+	 * walk at any moment), x30 (a leaf's return address), sp */
+	.scratch_ok = 0x1fffffffull & ~X(18),
 };

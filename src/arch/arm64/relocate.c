@@ -37,15 +37,64 @@
  *       re-encoded while imm19 reaches, else a nop: a prefetch has no
  *       architectural effect.
  *
- * Everything else is copied. The jump back to resume_pc must be a plain
- * b (-ERANGE otherwise): in the middle of a function no register is known
- * to be free. Instructions decode.c rejects fail with -EOPNOTSUPP.
+ * Everything else is copied. Instructions decode.c rejects fail with
+ * -EOPNOTSUPP.
+ *
+ * Far branches and the jump back, by entry point:
+ *
+ *   a64_relocate (np_isa.relocate): for a trampoline within jump_reach
+ *       less 1 MiB of the site, as the core places the short form's. A
+ *       branch it cannot reach with b is more than 1 MiB from the site,
+ *       so outside the function, and goes through the x16 veneer; the
+ *       jump back is a plain b (-ERANGE beyond).
+ *   a64_relocate_via (np_isa.relocate_via): anywhere within +-2 GiB (the
+ *       long form, out-of-line copies placed far). A far branch goes
+ *       through a register of s->scratch (adrp+add+br, or the veneer
+ *       through it beyond +-4 GiB); without one, through the x16 veneer
+ *       only when its target is at least 1 MiB from the site (it leaves
+ *       the function, where AAPCS64 lets a veneer clobber x16), else
+ *       -ERANGE. The jump back goes through a register of s->resume when
+ *       b cannot reach.
  */
 #include <errno.h>
 
 #include "arch/arm64/internal.h"
 
 #define NOP 0xd503201fu
+
+#define LEAVES (1ll << 20) /* a target this far from the site is another function's */
+
+struct far {
+	uint64_t scratch; /* dead over the displaced words */
+	uint64_t src_pc;  /* the word being relocated */
+	bool any_x16;     /* a64_relocate: every far target leaves the function */
+};
+
+/* An unconditional jump to 'to' from the output's pc (see the top). */
+static int out_branch(struct a64_out *o, uint64_t to, const struct far *f)
+{
+	int64_t from_site = (int64_t)(to - f->src_pc);
+	int err = a64_out_jump(o, to, f->scratch), r = a64_pick(f->scratch);
+
+	if (err != -ERANGE)
+		return err;
+	if (r >= 0)
+		return a64_out_veneer(o, (unsigned)r, to);
+	if (f->any_x16 || from_site >= LEAVES || from_site <= -LEAVES)
+		return a64_out_veneer(o, A64_X16, to);
+	return -ERANGE;
+}
+
+/* How many bytes out_branch would write at pc (the skip of an inverted
+ * conditional branch); -ERANGE when it cannot. */
+static int branch_len(uint64_t pc, uint64_t to, const struct far *f)
+{
+	uint8_t buf[16];
+	struct a64_out o = {.buf = buf, .cap = sizeof(buf), .pc = pc};
+	int err = out_branch(&o, to, f);
+
+	return err ? err : (int)o.len;
+}
 
 static uint32_t orr_mov(unsigned rd, unsigned rm) /* mov Xd, Xm (rm 31: xzr) */
 {
@@ -70,33 +119,33 @@ static unsigned field_bits(uint32_t w)
 	return a64_is_tbz(w) || a64_is_tbnz(w) ? 14 : 19;
 }
 
-/* The inverted branch skips one word (b) or four (the x16 veneer). */
-static int reloc_cond(struct a64_out *o, uint32_t w, uint64_t to)
+/* Out of the field's reach, the inverted branch skips the jump. */
+static int reloc_cond(struct a64_out *o, uint32_t w, uint64_t to, const struct far *f)
 {
 	unsigned bits = field_bits(w);
 	uint32_t nw, inv;
-	bool far;
-	int err;
+	int len, err;
 
 	if (a64_is_b_cond(w) && a64_bits(w, 1, 3) == 7) /* al, nv */
-		return a64_out_b_any(o, to);
+		return out_branch(o, to, f);
 	if (with_offset(w, a64_out_pc(o), to, bits, &nw))
 		return a64_out_word(o, nw);
+	if ((len = branch_len(a64_out_pc(o) + 4, to, f)) < 0)
+		return len;
 	/* b.cond: flip the condition's low bit (and drop bc's hint bit);
 	 * cbz/cbnz, tbz/tbnz: flip op (bit 24). */
 	inv = a64_is_b_cond(w) ? (w ^ 1u) & ~0x10u : w ^ (1u << 24);
-	far = !a64_fits((int64_t)(to - (a64_out_pc(o) + 4)), 28); /* b: +-128 MiB */
-	with_offset(inv, a64_out_pc(o), a64_out_pc(o) + (far ? 20 : 8), bits, &inv);
+	with_offset(inv, a64_out_pc(o), a64_out_pc(o) + 4 + (uint64_t)len, bits, &inv);
 	if ((err = a64_out_word(o, inv)))
 		return err;
-	return a64_out_b_any(o, to);
+	return out_branch(o, to, f);
 }
 
-static int reloc_bl(struct a64_out *o, uint64_t src_pc, uint64_t to)
+static int reloc_bl(struct a64_out *o, uint64_t src_pc, uint64_t to, const struct far *f)
 {
 	int err = a64_out_addr(o, A64_LR, src_pc + 4);
 
-	return err ? err : a64_out_b_any(o, to);
+	return err ? err : out_branch(o, to, f);
 }
 
 /* blr, blraaz/blrabz, blraa/blrab: through x16 (and x17 for a modifier). */
@@ -161,18 +210,18 @@ static int reloc_ldr_fp(struct a64_out *o, uint32_t w, uint64_t to)
 	return a64_out_word(o, 0xf84107f0u); /* ldr x16, [sp], #16 */
 }
 
-static int reloc_one(struct a64_out *o, uint32_t w, const struct np_insn *n)
+static int reloc_one(struct a64_out *o, uint32_t w, const struct np_insn *n, const struct far *f)
 {
 	uint32_t nw;
 
 	if (n->cls == NP_INSN_REJECTED)
 		return -EOPNOTSUPP;
 	if (a64_is_b(w))
-		return a64_out_b_any(o, n->target);
+		return out_branch(o, n->target, f);
 	if (a64_is_bl(w))
-		return reloc_bl(o, n->pc, n->target);
+		return reloc_bl(o, n->pc, n->target, f);
 	if (n->flags & NP_INSN_BRANCH)
-		return reloc_cond(o, w, n->target);
+		return reloc_cond(o, w, n->target, f);
 	if (a64_is_blr(w) || a64_is_blraz(w) || a64_is_blra(w))
 		return reloc_blr(o, w, n->pc);
 	if (a64_is_adr(w) || a64_is_adrp(w))
@@ -187,9 +236,10 @@ static int reloc_one(struct a64_out *o, uint32_t w, const struct np_insn *n)
 	return a64_out_word(o, w);
 }
 
-int a64_relocate(const struct np_reloc *r)
+static int relocate(const struct np_reloc *r, const struct np_reloc_scratch *s, bool any_x16)
 {
 	struct a64_out o = {.buf = r->dst, .cap = r->dst_cap, .pc = r->dst_pc};
+	struct far f = {.scratch = s->scratch, .any_x16 = any_x16};
 	int err = 0;
 
 	if ((r->src_len & 3) || (r->dst_pc & 3) || (r->src_pc & 3))
@@ -199,10 +249,21 @@ int a64_relocate(const struct np_reloc *r)
 
 		if ((err = a64_decode(r->src + off, r->src_len - off, r->src_pc + off, &n)))
 			return err;
-		if ((err = reloc_one(&o, a64_word(r->src + off), &n)))
+		f.src_pc = n.pc;
+		if ((err = reloc_one(&o, a64_word(r->src + off), &n, &f)))
 			return err;
 	}
 	if (r->resume_pc)
-		err = a64_out_b(&o, r->resume_pc);
+		err = a64_out_jump(&o, r->resume_pc, s->resume);
 	return err ? err : (int)o.len;
+}
+
+int a64_relocate(const struct np_reloc *r)
+{
+	return relocate(r, &(struct np_reloc_scratch){0, 0}, true);
+}
+
+int a64_relocate_via(const struct np_reloc *r, const struct np_reloc_scratch *s)
+{
+	return relocate(r, s, false);
 }

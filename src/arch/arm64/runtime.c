@@ -4,10 +4,14 @@
  * tramp.S, converts between ucontext and struct np_regs, and keeps the
  * return address of a probed call in x30.
  *
- * A region is one word (the JUMP patch is one `b`), so a trampoline is
+ * A region is one word when the JUMP patch is a `b`, three (or more,
+ * merged) when it is the long form, `adrp; add; br` through a free
+ * register (np_region.jump_via). A trampoline is, per displaced word,
  *   [site block]   if a probe sits there
- *   the word, relocated, ending with a `b` back to the next word.
- * The out-of-line copy of a TRAP region is the relocated word alone.
+ *   the word, relocated,
+ * then the jump back to the region's end: `b`, or `adrp; add; br`
+ * through a register free there (np_region.scratch.resume). The
+ * out-of-line copy of a TRAP region is the relocated word alone.
  *
  * A site block is built as on x86-64 (core/pieces.h): save (full, or the
  * caller-saved registers only for NP_PROBE_ARGS_ONLY at an entry), the
@@ -28,6 +32,10 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/ucontext.h>
+
+#ifndef PROT_BTI
+#define PROT_BTI 0x10
+#endif
 
 #define TPL(name) extern const uint8_t name##_begin[], name##_end[]
 
@@ -238,8 +246,20 @@ size_t np_host_tramp_size(const struct np_region *r)
 	return len + 16; /* the branch back */
 }
 
+/* The registers the trampoline may jump back or far through. None into
+ * code mapped with BTI guards: a br must land on a bti there, and the
+ * words after a displaced one are not (the region's JUMP fails with
+ * -ERANGE and the probe falls back to TRAP). */
+static struct np_reloc_scratch usable_scratch(const struct np_region *r)
+{
+	if (np_host_code_prot(r->start) & PROT_BTI)
+		return (struct np_reloc_scratch){0, 0};
+	return r->scratch;
+}
+
 int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
 {
+	struct np_reloc_scratch scratch = usable_scratch(r);
 	size_t pos = 0;
 	for (unsigned i = 0; i < r->ninsn; i++) {
 		const struct np_insn *in = &r->insn[i];
@@ -261,7 +281,7 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 			.dst_pc = at + pos,
 			.resume_pc = i + 1 == r->ninsn ? r->end : 0,
 		};
-		int n = np_host_isa->relocate(&rl);
+		int n = np_host_isa->relocate_via(&rl, &scratch);
 		if (n < 0)
 			return n;
 		pos += (size_t)n;
@@ -415,9 +435,6 @@ bool np_host_patch_in_place(void)
  * has BTI: by the kernel for the program and its interpreter, by the
  * dynamic loader for libraries. /proc/self/maps does not show it, and an
  * mprotect that leaves it out would turn the checks off for the page. */
-#ifndef PROT_BTI
-#define PROT_BTI 0x10
-#endif
 #ifndef HWCAP2_BTI
 #define HWCAP2_BTI (1 << 17)
 #endif

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "a64_test.h"
 
@@ -122,4 +125,103 @@ int a64_roundtrip(const uint32_t *src, size_t n, uint64_t src_pc, uint64_t dst_p
 	for (size_t i = 0; out && i < (size_t)len / 4 && i < out_cap; i++)
 		out[i] = a64_at(buf + 4 * i);
 	return len;
+}
+
+/* "b\t401010 <.text.v3+0x10>  // b.any" -> "b\t0x401010" */
+void a64_gnu_text(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (const char *p = in; *p && n + 3 < cap; p++) {
+		const char *q = p;
+
+		if (strncmp(p, "  //", 4) == 0 || strncmp(p, " ; undefined", 12) == 0)
+			break;
+		while (*q && strchr("0123456789abcdef", *q))
+			q++;
+		if (q > p && strncmp(q, " <", 2) == 0 && (p == in || p[-1] == ' ' || p[-1] == '\t')) {
+			out[n++] = '0';
+			out[n++] = 'x';
+			while (p < q && n + 1 < cap)
+				out[n++] = *p++;
+			p = strchr(q, '>');
+			if (!p)
+				break;
+			continue;
+		}
+		out[n++] = *p;
+	}
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+}
+
+#define AS      "aarch64-linux-gnu-as"
+#define OBJDUMP "aarch64-linux-gnu-objdump"
+
+/* One section per word, so that each is disassembled alone at PC. */
+static bool write_words(const char *path, const uint32_t *words, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, ".section .text.v%zu,\"ax\"\n.inst 0x%08x\n", i, words[i]);
+	return fclose(f) == 0;
+}
+
+/* Section by section: the one instruction line after each header. */
+static size_t read_texts(FILE *p, size_t n, char (*texts)[128])
+{
+	char line[256];
+	size_t v = 0, lines = 0;
+	bool want = false;
+
+	while (fgets(line, sizeof(line), p)) {
+		char *tab = strchr(line, '\t'), *alias;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "Disassembly of section .text.v", 30) == 0) {
+			v = strtoul(line + 30, NULL, 10);
+			want = v < n;
+			continue;
+		}
+		if (!want || !tab || !strchr(line, ':'))
+			continue;
+		if ((alias = strstr(tab, "\t//"))) /* "// #5", "// eq = none" */
+			*alias = '\0';
+		a64_gnu_text(tab + 1, texts[v], sizeof(texts[v]));
+		want = false;
+		lines++;
+	}
+	return lines;
+}
+
+int a64_objdump(const uint32_t *words, size_t n, char (*texts)[128])
+{
+	char dir[] = "/tmp/np-a64-words-XXXXXX", cmd[512], src[128], obj[128];
+	long got = -1;
+	FILE *p;
+
+	if (system("command -v " AS " >/dev/null 2>&1 && command -v " OBJDUMP
+		   " >/dev/null 2>&1") != 0 ||
+	    !mkdtemp(dir))
+		return -1;
+	snprintf(src, sizeof(src), "%s/v.s", dir);
+	snprintf(obj, sizeof(obj), "%s/v.o", dir);
+	snprintf(cmd, sizeof(cmd), AS " -o %s %s", obj, src);
+	if (write_words(src, words, n) && system(cmd) == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 OBJDUMP " -d -z --no-show-raw-insn --adjust-vma=0x%llx %s",
+			 (unsigned long long)PC, obj);
+		if ((p = popen(cmd, "r"))) {
+			got = (long)read_texts(p, n, texts);
+			pclose(p);
+		}
+	}
+	unlink(src);
+	unlink(obj);
+	rmdir(dir);
+	return (int)got;
 }

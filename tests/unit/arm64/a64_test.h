@@ -44,4 +44,12 @@ uint32_t a64_at(const uint8_t *p);
 int a64_roundtrip(const uint32_t *src, size_t n, uint64_t src_pc, uint64_t dst_pc,
 		  uint64_t resume_pc, uint32_t *out, size_t out_cap);
 
+/* objdump's text as the tables hold it: "b\t401010 <.text.v3+0x10>  //
+ * b.any" becomes "b\t0x401010". */
+void a64_gnu_text(const char *in, char *out, size_t cap);
+/* objdump's text of each word, disassembled alone at PC, as the tables
+ * hold it (an alias's "// ..." comment dropped): how many it read, or -1
+ * when aarch64-linux-gnu-as or -objdump is not installed. */
+int a64_objdump(const uint32_t *words, size_t n, char (*texts)[128]);
+
 #endif

@@ -55,4 +55,53 @@ TEST(jump_any_is_a_b_when_in_reach_and_the_x16_veneer_beyond)
 	CHECK_EQ(ISA->emit_jump_any(b, 8, PC, PC + (1ull << 32)), -ENOSPC);
 }
 
+/* Arm ARM B2.2.5: another thread may execute a word while it changes
+ * only when the old and the new word are both one of b, bl, brk, hvc,
+ * isb, nop, smc, svc. */
+static bool needs_stop(uint32_t old, uint32_t new_)
+{
+	uint8_t a[4], b[4];
+
+	a64_le(a, old);
+	a64_le(b, new_);
+	return ISA->patch_needs_stop(a, b, 4, PC);
+}
+
+TEST(patch_needs_stop_unless_both_words_are_concurrently_modifiable)
+{
+	const uint32_t b = 0x14000010, bl = 0x94000010, nop = 0xd503201f, isb = 0xd5033fdf;
+	const uint32_t svc = 0xd4000001, hvc = 0xd4000002, smc = 0xd4000003;
+	const uint32_t stp = 0xa9bf7bfd, add = 0x8b020029, adrp = 0x90000010;
+	uint32_t brk;
+	uint8_t w[4];
+
+	ISA->emit_trap(w);
+	brk = a64_at(w);
+	CHECK(!needs_stop(brk, b));   /* the JUMP's second step */
+	CHECK(!needs_stop(b, brk));   /* removal's first step */
+	CHECK(!needs_stop(b, 0x14000020)); /* a b re-pointed */
+	CHECK(!needs_stop(nop, b));
+	CHECK(!needs_stop(bl, brk));
+	CHECK(!needs_stop(isb, svc) && !needs_stop(hvc, smc));
+	CHECK(needs_stop(stp, brk));  /* an arbitrary word to the breakpoint */
+	CHECK(needs_stop(brk, add));  /* and back */
+	CHECK(needs_stop(stp, b));
+	CHECK(needs_stop(adrp, brk));
+	CHECK(!needs_stop(add, add)); /* nothing changes */
+}
+
+TEST(patch_needs_stop_looks_at_every_word_that_changes)
+{
+	uint8_t old[12], new_[12];
+
+	a64_le(old, 0x8b020029);     /* add, add, add ... */
+	a64_le(old + 4, 0x8b020029);
+	a64_le(old + 8, 0x8b020029);
+	memcpy(new_, old, sizeof(new_));
+	CHECK(!ISA->patch_needs_stop(old, new_, 12, PC));
+	CHECK_EQ(ISA->emit_jump_via(new_, sizeof(new_), PC, PC + (1ull << 30), 1ull << 16), 12);
+	CHECK(ISA->patch_needs_stop(old, new_, 12, PC)); /* adrp; add; br */
+	CHECK(ISA->patch_needs_stop(old, old, 4, PC + 2)); /* misaligned: never atomic */
+}
+
 TEST_MAIN()
