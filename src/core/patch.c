@@ -91,19 +91,21 @@ static struct {
 	_Atomic int busy;
 } req;
 
-/* Could this thread be on its way through a trampoline (which jumps back
- * to a fixed address, maybe inside the bytes being patched)? In one, in
- * a handler, or with a return address into one among the words just
- * above its stack pointer: the save code (riscv: np_rv_site_rest keeps
- * the block's return address 552 bytes above its sp) and np__dispatch
- * before and after the handlers. Conservative: a stale word there counts
- * too. The words are read fault-safe (np_read_user: the SIGSEGV guard
- * works here, the handler leaves SIGSEGV and SIGBUS unblocked). */
+/* Could this thread be on its way through a trampoline that jumps back
+ * strictly inside the bytes being patched (one built for an instruction
+ * there, since retired)? In one, or with a return address into one among
+ * the words just above its stack pointer: the save code (riscv:
+ * np_rv_site_rest keeps the block's return address 552 bytes above its
+ * sp), np__dispatch and the handlers. A thread in a handler whose
+ * trampoline is not found that way counts too. Conservative: a stale word
+ * counts as well. The words are read fault-safe (np_read_user: the SIGSEGV
+ * guard works here, the handler leaves SIGSEGV and SIGBUS unblocked). */
 #define STACK_LOOK 2048
 __attribute__((no_sanitize("address"))) static bool in_trampoline_path(const struct np_regs *regs)
 {
 	struct np_thread *t = np_thread_peek();
-	if (np_codemem_holds(regs->pc) || (t && atomic_load(&t->in_site)))
+	bool in_handler = t && atomic_load(&t->in_site), seen = false;
+	if (np_codemem_leads_inside(regs->pc, req.start, req.end))
 		return true;
 	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
 	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
@@ -113,14 +115,16 @@ __attribute__((no_sanitize("address"))) static bool in_trampoline_path(const str
 				    !np_read_user(&words[n], at + 8 * n, 8);
 			     n++)
 				;
-		for (size_t i = 0; i < n; i++)
-			if (np_codemem_holds(words[i]))
+		for (size_t i = 0; i < n; i++) {
+			if (np_codemem_leads_inside(words[i], req.start, req.end))
 				return true;
+			seen |= np_codemem_holds(words[i]);
+		}
 		if (n < sizeof(words) / sizeof(words[0]))
-			return false;
+			break;
 		at += sizeof(words);
 	}
-	return false;
+	return in_handler && !seen;
 }
 
 /* Runs with every signal blocked but SIGSEGV and SIGBUS (see
@@ -529,6 +533,23 @@ static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
 	return err;
 }
 
+/* Would a thread coming back from some trampoline (a retired one: live
+ * regions do not overlap) land strictly inside bytes that these change?
+ * Not when the original code goes back, nor when r's jump is only
+ * re-pointed (nothing lands inside a jump in place: it went in under this
+ * rule). From the first byte on which the new bytes are the code's own
+ * (the call a punned jump ends on, plan.c) a thread lands on what it
+ * expects. */
+bool np_patch_lands_inside(const struct np_region *r, const uint8_t *bytes, size_t len)
+{
+	size_t keep = len;
+	if (len > sizeof(r->orig) || memcmp(bytes, r->orig, len) == 0 || holds_jump(r))
+		return false;
+	while (keep > 0 && bytes[keep - 1] == r->orig[keep - 1])
+		keep--;
+	return np_codemem_lands_inside(r->start, r->start + keep);
+}
+
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
 {
 	uint8_t trap[16], cur[sizeof(r->patch)];
@@ -537,6 +558,10 @@ int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool 
 	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
 	    np_code_read(r->start, cur, len) == 0 &&
 	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
+		return patch_stopped(r, bytes, len);
+	/* x86-64, arm64: written while the other threads wait, once none is
+	 * on its way back there */
+	if (np_patch_lands_inside(r, bytes, len))
 		return patch_stopped(r, bytes, len);
 	np_host_isa->emit_trap(trap);
 	if (len <= tl)

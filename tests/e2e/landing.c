@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A thread on its way back from a retired trampoline must not land inside
+ * a jump placed since (docs/design.md, "Retiring trampolines").
+ *
+ * A trampoline jumps back to its region's end. Once the region is gone,
+ * a new region may start before that address, and its 5-byte jump then
+ * covers it: a thread still in the old trampoline would run the middle of
+ * the jump. Here the thread is parked in the old trampoline for as long
+ * as the test wants, in a read() the probed function makes from its
+ * displaced bytes (landing_x86_64.S): probe +0 (region [0, 7), back to
+ * +7), park a thread, detach, probe +4 (a jump over [4, 9)), let the
+ * thread go. It must come back with read()'s result, whatever strategy
+ * the second probe got; before the engine looked for such threads it ran
+ * the jump's displacement bytes and died or returned garbage.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "test.h"
+
+extern uint8_t t_park_single[], t_park_batch[];
+typedef long park_fn(int fd, void *buf, size_t len);
+
+struct parked {
+	uint8_t *fn;
+	int fd;
+	long result;
+	pid_t tid;
+};
+
+static void *park(void *arg)
+{
+	struct parked *p = arg;
+	char c;
+
+	__atomic_store_n(&p->tid, (pid_t)gettid(), __ATOMIC_RELEASE);
+	p->result = ((park_fn *)(void *)p->fn)(p->fd, &c, 1);
+	return NULL;
+}
+
+/* Is the thread blocked in read() with its pc outside fn (that is, in the
+ * trampoline)? /proc/self/task/TID/syscall: "nr args... sp pc". */
+static int parked_outside(pid_t tid, const uint8_t *fn)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	char *got = fgets(line, sizeof line, f);
+	fclose(f);
+	if (!got || strncmp(line, "0 ", 2) != 0)
+		return 0;
+	const char *last = strrchr(line, ' ');
+	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
+	return pc && (pc < (uintptr_t)fn || pc >= (uintptr_t)fn + 16);
+}
+
+static struct np_probe *attach_one(uint8_t *at, struct e2e_counter *c, int batch)
+{
+	struct np_probe_opts o = e2e_opts(e2e_count, c, NP_STRATEGY_AUTO);
+	const struct np_probe_opts *op = &o;
+	void *addr = at;
+	struct np_probe *p = NULL;
+	int err = 0;
+
+	c->addr = (uintptr_t)at;
+	if (!batch)
+		return np_probe_attach(at, &o);
+	struct np_probe_many_opts mo =
+		NP_PROBE_MANY_OPTS(.cnt = 1, .addrs = &addr, .opts = &op, .probes = &p, .errs = &err);
+	CHECK_EQ(np_probe_attach_many(&mo), 1);
+	return p;
+}
+
+static void land_after_retire(uint8_t *fn, int batch)
+{
+	uint8_t pristine[16];
+	struct e2e_counter c0 = {0}, c4 = {0};
+	struct parked pk = {.fn = fn};
+	int pfd[2];
+	pthread_t th;
+
+	memcpy(pristine, fn, sizeof pristine);
+	CHECK_EQ(pipe(pfd), 0);
+	pk.fd = pfd[0];
+	e2e_log_capture();
+
+	struct np_probe *p0 = attach_one(fn, &c0, batch);
+	CHECK(p0 != NULL);
+	if (!p0)
+		return;
+	CHECK_EQ(np_probe_strategy(p0), NP_STRATEGY_JUMP); /* [0, 7): the read goes along */
+	CHECK_EQ(pthread_create(&th, NULL, park, &pk), 0);
+	int parked = 0;
+	for (int i = 0; i < 10000 && !parked; i++) { /* up to 10 s */
+		pid_t tid = __atomic_load_n(&pk.tid, __ATOMIC_ACQUIRE);
+		parked = tid && parked_outside(tid, fn);
+		if (!parked)
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	CHECK(parked);
+	CHECK_EQ(c0.hits, 1);
+	CHECK_EQ(np_probe_detach(p0), 0); /* the thread is in no handler */
+	np_probe_free(p0);
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+
+	/* +4: a jump there would cover +7, where the parked thread goes */
+	struct np_probe *p4 = attach_one(fn + 4, &c4, batch);
+	CHECK(p4 != NULL);
+	printf("# %s: the probe at +4 got %s; log: %s\n", batch ? "batch" : "single",
+	       p4 ? np_strategy_name(np_probe_strategy(p4)) : "nothing", e2e_log_state.last);
+
+	CHECK_EQ(write(pfd[1], "x", 1), 1);
+	pthread_join(th, NULL);
+	CHECK_EQ(pk.result, 1);
+
+	/* the probe works, and the function too */
+	char b;
+	CHECK_EQ(write(pfd[1], "y", 1), 1);
+	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+	CHECK_EQ(b, 'y');
+	if (p4) {
+		CHECK_EQ(c4.hits, 1);
+		CHECK_EQ(np_probe_hits(p4), 1);
+		CHECK_EQ(c4.bad_pc, 0);
+		CHECK_EQ(np_probe_detach(p4), 0);
+		np_probe_free(p4);
+	}
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+TEST(park_functions_have_the_expected_layout)
+{
+	static const uint8_t park_bytes[11] = {0x31, 0xc0, 0x0f, 0x05, 0x48, 0x89,
+					       0xc1, 0x48, 0x89, 0xc8, 0xc3};
+
+	CHECK(memcmp(t_park_single, park_bytes, sizeof park_bytes) == 0);
+	CHECK(memcmp(t_park_batch, park_bytes, sizeof park_bytes) == 0);
+}
+
+TEST(a_thread_in_a_retired_trampoline_lands_on_the_code_it_left)
+{
+	land_after_retire(t_park_single, 0);
+}
+
+TEST(the_same_when_the_new_probe_comes_in_a_batch)
+{
+	land_after_retire(t_park_batch, 1);
+}
+
+TEST_MAIN()
