@@ -15,6 +15,7 @@
  * the jump's displacement bytes and died or returned garbage.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -155,6 +156,142 @@ TEST(a_thread_in_a_retired_trampoline_lands_on_the_code_it_left)
 TEST(the_same_when_the_new_probe_comes_in_a_batch)
 {
 	land_after_retire(t_park_batch, 1);
+}
+
+/* The same without parking: threads call two functions in a loop and
+ * check every result while batches alternate between probes whose
+ * trampolines jump back to +5 and +9, and probes whose jumps cover those
+ * addresses. A thread interrupted in a trampoline of the first kind when
+ * the second kind goes in used to land inside a jump. To make that
+ * common, a helper thread keeps interrupting the workers with a signal
+ * whose handler takes a while (as a preemption would, but with the
+ * interrupted pc visible on the stack, where the engine must look for it:
+ * a handler of the program's own runs above it). Bounded by
+ * NP_LANDING_SECONDS (3) and NP_LANDING_CYCLES (2,000 batches);
+ * NP_LANDING_WORKERS threads (2 x cores, 4 to 64). */
+extern uint8_t t_land_cmp[], t_land_short[];
+typedef uint64_t fn2(uint64_t, uint64_t);
+#define CALL2(f, a, b) (((fn2 *)(void *)(f))((a), (b)))
+
+static volatile int storm_stop;
+static uint64_t storm_wrong, storm_calls;
+
+static void *storm_worker(void *arg)
+{
+	uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1, n = 0, wrong = 0;
+
+	while (!__atomic_load_n(&storm_stop, __ATOMIC_RELAXED)) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint64_t y = x >> 40;
+		wrong += CALL2(t_land_cmp, y, y ^ 1) != (y < (y ^ 1));
+		wrong += CALL2(t_land_short, y, 0) != y + 1;
+		n++;
+	}
+	__atomic_fetch_add(&storm_wrong, wrong, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&storm_calls, n, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Half a millisecond in the handler, wherever the thread was. */
+static void slow_interrupt(int sig)
+{
+	double until = now() + 0.0005;
+	(void)sig;
+	while (now() < until)
+		;
+}
+
+struct interrupter {
+	pthread_t *w;
+	int n;
+};
+
+static void *interrupt_workers(void *arg)
+{
+	const struct interrupter *it = arg;
+	for (unsigned k = 0; !__atomic_load_n(&storm_stop, __ATOMIC_RELAXED); k++) {
+		pthread_kill(it->w[k % (unsigned)it->n], SIGUSR1);
+		nanosleep(&(struct timespec){0, 100000}, NULL);
+	}
+	return NULL;
+}
+
+TEST(batches_over_the_landings_of_retired_trampolines_keep_results_right)
+{
+	uint8_t *const sets[2][2] = {{t_land_cmp, t_land_short + 4},
+				     {t_land_cmp + 2, t_land_short + 8}};
+	uint8_t pristine[2][16];
+	const char *env = getenv("NP_LANDING_SECONDS");
+	double deadline = now() + (env ? atof(env) : 3.0);
+	unsigned long cycles = (env = getenv("NP_LANDING_CYCLES")) ? strtoul(env, NULL, 0) : 2000;
+	unsigned long i, placed = 0, jumps = 0, miscounts = 0, failures = 0;
+	const char *nw = getenv("NP_LANDING_WORKERS"); /* default: 2 x cores */
+	int nworkers = nw ? atoi(nw) : 2 * e2e_ncpus();
+	pthread_t w[64];
+
+	nworkers = nworkers < 4 ? 4 : nworkers > 64 ? 64 : nworkers;
+	memcpy(pristine[0], t_land_cmp, 16);
+	memcpy(pristine[1], t_land_short, 16);
+	e2e_log_capture();
+	struct sigaction sa = {.sa_handler = slow_interrupt, .sa_flags = SA_RESTART};
+	struct interrupter it = {w, nworkers};
+	pthread_t irq;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	for (int k = 0; k < nworkers; k++)
+		CHECK_EQ(pthread_create(&w[k], NULL, storm_worker, (void *)(uintptr_t)(k + 1)), 0);
+	CHECK_EQ(pthread_create(&irq, NULL, interrupt_workers, &it), 0);
+	for (i = 0; i < cycles && now() < deadline; i++) {
+		struct e2e_counter c[2];
+		struct np_probe_opts o[2];
+		const struct np_probe_opts *op[2] = {&o[0], &o[1]};
+		void *addrs[2] = {sets[i & 1][0], sets[i & 1][1]};
+		struct np_probe *p[2];
+		int errs[2];
+
+		memset(c, 0, sizeof c);
+		for (int k = 0; k < 2; k++) {
+			o[k] = e2e_opts(e2e_count, &c[k], NP_STRATEGY_AUTO);
+			c[k].addr = (uintptr_t)addrs[k];
+		}
+		struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(
+			.cnt = 2, .addrs = addrs, .opts = op, .probes = p, .errs = errs);
+		int got = np_probe_attach_many(&mo);
+		placed += got > 0 ? (unsigned)got : 0;
+		failures += got != 2;
+		for (int k = 0; k < 2; k++)
+			jumps += p[k] && np_probe_strategy(p[k]) == NP_STRATEGY_JUMP;
+		nanosleep(&(struct timespec){0, 200000}, NULL); /* let them run through */
+		failures += np_probe_detach_many(p, 2) != 0;
+		for (int k = 0; k < 2; k++) {
+			if (!p[k])
+				continue;
+			miscounts += np_probe_hits(p[k]) != c[k].hits || c[k].bad_pc;
+			np_probe_free(p[k]);
+		}
+	}
+	storm_stop = 1;
+	pthread_join(irq, NULL);
+	for (int k = 0; k < nworkers; k++)
+		pthread_join(w[k], NULL);
+	printf("# %d workers, %lu batches: %lu probes placed (%lu JUMP), %" PRIu64
+	       " checked calls; last log: %s\n",
+	       nworkers, i, placed, jumps, storm_calls, e2e_log_state.last);
+	CHECK_EQ(storm_wrong, 0);
+	CHECK_EQ(failures, 0);
+	CHECK_EQ(miscounts, 0);
+	CHECK(placed > 0);
+	CHECK(memcmp(pristine[0], t_land_cmp, 16) == 0);
+	CHECK(memcmp(pristine[1], t_land_short, 16) == 0);
 }
 
 TEST_MAIN()
