@@ -399,12 +399,27 @@ static int stage_flush(void)
 	return len ? write_now(stage.at, stage.buf, len) : 0;
 }
 
+static const struct chunk *chunk_of(uint64_t addr)
+{
+	for (const struct chunk *c = chunks; c; c = c->next)
+		if (addr >= c->base && addr < c->base + CHUNK)
+			return c;
+	return NULL;
+}
+
+/* A run stays within one chunk: there, the bytes between two allocations
+ * staged one after the other were handed out to nobody (a chunk hands out
+ * its bytes in order, and a direct write flushes the stage first). Across
+ * two adjacent chunks the int3 filler would also cover the start of the
+ * upper one, which may hold trampolines written earlier (a window chunk
+ * with one out-of-line copy, next to the chunk the run began in). */
 int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 {
 	if (!np_batch_active() || len > STAGE_MAX)
 		return np_code_write(addr, src, len);
 	uint64_t end = stage.at + stage.len;
-	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX) {
+	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX ||
+	    chunk_of(addr) != chunk_of(stage.at)) {
 		int err = stage_flush();
 		if (err)
 			return err;
