@@ -148,9 +148,11 @@ static bool in_trampoline_path(const struct np_regs *regs)
 
 /* A word that is the address of an instruction strictly inside the bytes
  * (one the map would move a thread from)? */
+typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
+
 static bool moved_by_map(uint64_t word, void *map)
 {
-	uint64_t (*to)(void *, uint64_t) = (uint64_t (*)(void *, uint64_t))map;
+	pc_map to = *(const pc_map *)map;
 	return word > req.start && word < req.end && to(req.cookie, word) != word;
 }
 
@@ -162,9 +164,9 @@ static bool moved_by_map(uint64_t word, void *map)
  * patch waits until it has left its handler. Return addresses are never
  * strictly inside a region (a displaced call comes last), so stale words
  * rarely count. */
-static bool interrupted_inside(const struct np_regs *regs, uint64_t (*map)(void *, uint64_t))
+static bool interrupted_inside(const struct np_regs *regs, pc_map map)
 {
-	return any_stack_word(regs, moved_by_map, (void *)map);
+	return any_stack_word(regs, moved_by_map, &map);
 }
 
 /* Runs with every signal blocked but SIGSEGV and SIGBUS (see
@@ -184,7 +186,7 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 	if (stopping && atomic_load(&req.released) >= round)
 		return; /* a late signal of a round over (or not yet begun) */
 	np_host_regs_from_uc(&regs, uc);
-	uint64_t (*map)(void *, uint64_t) = req.map; /* move_out clears it when done */
+	pc_map map = req.map; /* move_out clears it when done */
 	int saved_errno = *np_errno(); /* np_read_user may set it */
 	if (stopping && atomic_load(&req.risky) && in_trampoline_path(&regs))
 		atomic_fetch_add(&req.busy, 1);
