@@ -96,7 +96,8 @@ static struct {
 
 /* The words just above a thread's stack pointer, STACK_LOOK bytes of
  * them or up to the end of the stack, each given to 'look' until it says
- * stop. Read fault-safe (np_read_user: the SIGSEGV guard works in the
+ * stop. This and its helpers run in the handler below: not instrumented by
+ * ASan, like it. Read fault-safe (np_read_user: the SIGSEGV guard works in the
  * handler below, which leaves SIGSEGV and SIGBUS unblocked). 2 KiB missed
  * the signal frame of a program's handler under ASan (e2e-landing's
  * storm); how deep a handler's frames go is the program's: a window, not
@@ -123,7 +124,7 @@ any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *coo
 	return false;
 }
 
-static bool leads_inside(uint64_t word, void *seen)
+__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *seen)
 {
 	*(bool *)seen |= np_codemem_holds(word);
 	return np_codemem_leads_inside(word, req.start, req.end);
@@ -137,7 +138,8 @@ static bool leads_inside(uint64_t word, void *seen)
  * sp), np__dispatch and the handlers. A thread in a handler whose
  * trampoline is not found that way counts too. Conservative: a stale word
  * counts as well. */
-static bool in_trampoline_path(const struct np_regs *regs)
+__attribute__((no_sanitize("address"))) static bool
+in_trampoline_path(const struct np_regs *regs)
 {
 	struct np_thread *t = np_thread_peek();
 	bool in_handler = t && atomic_load(&t->in_site), seen = false;
@@ -150,7 +152,7 @@ static bool in_trampoline_path(const struct np_regs *regs)
  * (one the map would move a thread from)? */
 typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
 
-static bool moved_by_map(uint64_t word, void *map)
+__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, void *map)
 {
 	pc_map to = *(const pc_map *)map;
 	return word > req.start && word < req.end && to(req.cookie, word) != word;
@@ -164,7 +166,8 @@ static bool moved_by_map(uint64_t word, void *map)
  * patch waits until it has left its handler. Return addresses are never
  * strictly inside a region (a displaced call comes last), so stale words
  * rarely count. */
-static bool interrupted_inside(const struct np_regs *regs, pc_map map)
+__attribute__((no_sanitize("address"))) static bool
+interrupted_inside(const struct np_regs *regs, pc_map map)
 {
 	return any_stack_word(regs, moved_by_map, &map);
 }
