@@ -26,6 +26,9 @@
 #include "test.h"
 
 extern uint8_t t_park_single[], t_park_batch[];
+/* torture_x86_64.S: t_cmp +0 makes [0, 5), back to +5, and +2 a jump over
+ * [2, 7); t_short +4 makes [4, 9), back to +9, and +8 a jump over [8, 13) */
+extern uint8_t t_cmp[], t_short[];
 typedef long park_fn(int fd, void *buf, size_t len);
 
 struct parked {
@@ -146,6 +149,11 @@ TEST(park_functions_have_the_expected_layout)
 
 	CHECK(memcmp(t_park_single, park_bytes, sizeof park_bytes) == 0);
 	CHECK(memcmp(t_park_batch, park_bytes, sizeof park_bytes) == 0);
+	/* the storm's: lea at t_short+4, pop at +8; cmp at t_cmp+2, setb at +5 */
+	CHECK_EQ(t_short[4], 0x48);
+	CHECK_EQ(t_short[8], 0x5b);
+	CHECK_EQ(t_cmp[2], 0x48);
+	CHECK_EQ(t_cmp[5], 0x0f);
 }
 
 TEST(a_thread_in_a_retired_trampoline_lands_on_the_code_it_left)
@@ -169,7 +177,6 @@ TEST(the_same_when_the_new_probe_comes_in_a_batch)
  * a handler of the program's own runs above it). Bounded by
  * NP_LANDING_SECONDS (3) and NP_LANDING_CYCLES (2,000 batches);
  * NP_LANDING_WORKERS threads (2 x cores, 4 to 64). */
-extern uint8_t t_land_cmp[], t_land_short[];
 typedef uint64_t fn2(uint64_t, uint64_t);
 #define CALL2(f, a, b) (((fn2 *)(void *)(f))((a), (b)))
 
@@ -185,8 +192,8 @@ static void *storm_worker(void *arg)
 		x ^= x >> 7;
 		x ^= x << 17;
 		uint64_t y = x >> 40;
-		wrong += CALL2(t_land_cmp, y, y ^ 1) != (y < (y ^ 1));
-		wrong += CALL2(t_land_short, y, 0) != y + 1;
+		wrong += CALL2(t_cmp, y, y ^ 1) != (y < (y ^ 1));
+		wrong += CALL2(t_short, y, 0) != y + 1;
 		n++;
 	}
 	__atomic_fetch_add(&storm_wrong, wrong, __ATOMIC_RELAXED);
@@ -227,8 +234,8 @@ static void *interrupt_workers(void *arg)
 
 TEST(batches_over_the_landings_of_retired_trampolines_keep_results_right)
 {
-	uint8_t *const sets[2][2] = {{t_land_cmp, t_land_short + 4},
-				     {t_land_cmp + 2, t_land_short + 8}};
+	uint8_t *const sets[2][2] = {{t_cmp, t_short + 4},
+				     {t_cmp + 2, t_short + 8}};
 	uint8_t pristine[2][16];
 	const char *env = getenv("NP_LANDING_SECONDS");
 	double deadline = now() + (env ? atof(env) : 3.0);
@@ -239,8 +246,8 @@ TEST(batches_over_the_landings_of_retired_trampolines_keep_results_right)
 	pthread_t w[64];
 
 	nworkers = nworkers < 4 ? 4 : nworkers > 64 ? 64 : nworkers;
-	memcpy(pristine[0], t_land_cmp, 16);
-	memcpy(pristine[1], t_land_short, 16);
+	memcpy(pristine[0], t_cmp, 16);
+	memcpy(pristine[1], t_short, 16);
 	e2e_log_capture();
 	struct sigaction sa = {.sa_handler = slow_interrupt, .sa_flags = SA_RESTART};
 	struct interrupter it = {w, nworkers};
@@ -290,8 +297,8 @@ TEST(batches_over_the_landings_of_retired_trampolines_keep_results_right)
 	CHECK_EQ(failures, 0);
 	CHECK_EQ(miscounts, 0);
 	CHECK(placed > 0);
-	CHECK(memcmp(pristine[0], t_land_cmp, 16) == 0);
-	CHECK(memcmp(pristine[1], t_land_short, 16) == 0);
+	CHECK(memcmp(pristine[0], t_cmp, 16) == 0);
+	CHECK(memcmp(pristine[1], t_short, 16) == 0);
 }
 
 TEST_MAIN()
