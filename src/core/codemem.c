@@ -233,38 +233,62 @@ bool np_codemem_holds(uint64_t pc)
 	return false;
 }
 
-/* Where trampolines jump back to (their region's end), kept for as long as
- * their memory is (for good, see np_codemem_retire): a thread still inside
- * a retired one lands there, whatever has been patched over it since. */
-static uint64_t *landings;
-static size_t nlandings, landings_cap;
-static bool landing_lost; /* out of memory once: every range is at risk */
+/* Every trampoline built, with where it jumps back to (its region's end),
+ * kept for as long as its memory is (for good, see np_codemem_retire): a
+ * thread still inside a retired one lands there, whatever has been
+ * patched over it since. Consecutive trampolines of one region (rebuilt
+ * often) share a record. */
+struct tramp_rec {
+	uint64_t at, end, land;
+};
+static struct tramp_rec *recs;
+static size_t nrecs, recs_cap;
+static bool recs_lost; /* out of memory once: every range is at risk */
 
-void np_codemem_note_landing(uint64_t land)
+void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land)
 {
-	for (size_t i = nlandings; i-- > 0 && i + 8 >= nlandings;)
-		if (landings[i] == land)
-			return; /* rebuilt often: the last few are the likely repeats */
-	if (nlandings == landings_cap) {
-		size_t cap = landings_cap ? 2 * landings_cap : 64;
-		uint64_t *v = realloc(landings, cap * sizeof(*v));
+	struct tramp_rec *last = nrecs ? &recs[nrecs - 1] : NULL;
+	if (last && last->land == land && at >= last->end && at - last->end < 64) {
+		last->end = at + len; /* the gap between them is int3s */
+		return;
+	}
+	if (nrecs == recs_cap) {
+		size_t cap = recs_cap ? 2 * recs_cap : 64;
+		struct tramp_rec *v = realloc(recs, cap * sizeof(*v));
 		if (!v) {
-			landing_lost = true;
+			recs_lost = true;
 			return;
 		}
-		landings = v, landings_cap = cap;
+		recs = v, recs_cap = cap;
 	}
-	landings[nlandings++] = land;
+	recs[nrecs++] = (struct tramp_rec){at, at + len, land};
 }
 
 /* Can a thread in some trampoline land strictly inside (start, end)? */
 bool np_codemem_lands_inside(uint64_t start, uint64_t end)
 {
-	if (landing_lost)
+	if (recs_lost)
 		return true;
-	for (size_t i = 0; i < nlandings; i++)
-		if (landings[i] > start && landings[i] < end)
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].land > start && recs[i].land < end)
 			return true;
+	return false;
+}
+
+/* Does the trampoline holding pc land strictly inside (start, end)? Code
+ * memory that is no region's trampoline (the redirect and return
+ * routines, which go where a context says) lands nowhere. Read by a signal
+ * handler while the engine waits for it (patch.c): the records change
+ * only under the engine lock, and not while it waits. */
+bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end)
+{
+	if (!np_codemem_holds(pc))
+		return false;
+	if (recs_lost)
+		return true;
+	for (size_t i = 0; i < nrecs; i++)
+		if (pc >= recs[i].at && pc < recs[i].end)
+			return recs[i].land > start && recs[i].land < end;
 	return false;
 }
 
@@ -386,12 +410,27 @@ static int stage_flush(void)
 	return len ? write_now(stage.at, stage.buf, len) : 0;
 }
 
+static const struct chunk *chunk_of(uint64_t addr)
+{
+	for (const struct chunk *c = chunks; c; c = c->next)
+		if (addr >= c->base && addr < c->base + CHUNK)
+			return c;
+	return NULL;
+}
+
+/* A run stays within one chunk: there, the bytes between two allocations
+ * staged one after the other were handed out to nobody (a chunk hands out
+ * its bytes in order, and a direct write flushes the stage first). Across
+ * two adjacent chunks the int3 filler would also cover the start of the
+ * upper one, which may hold trampolines written earlier (a window chunk
+ * with one out-of-line copy, next to the chunk the run began in). */
 int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 {
 	if (!np_batch_active() || len > STAGE_MAX)
 		return np_code_write(addr, src, len);
 	uint64_t end = stage.at + stage.len;
-	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX) {
+	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX ||
+	    chunk_of(addr) != chunk_of(stage.at)) {
 		int err = stage_flush();
 		if (err)
 			return err;

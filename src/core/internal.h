@@ -301,8 +301,9 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 bool np_codemem_holds(uint64_t pc);
-void np_codemem_note_landing(uint64_t land);
+void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land);
 bool np_codemem_lands_inside(uint64_t start, uint64_t end);
+bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end);
 int np_code_write(uint64_t addr, const void *src, size_t len);
 /* A trampoline's bytes: in a batch, gathered with its neighbours' into one
  * write, made before the next np_code_write. */
@@ -325,6 +326,10 @@ int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, 
  * the other threads stopped once per step that needs it (patch.c).
  * errs[i]: 0 or -errno per region. */
 void np_patch_words(struct np_region *const *r, const uint8_t *const *bytes, size_t n, int *errs);
+/* Would these bytes change what a thread coming back from a (retired)
+ * trampoline lands on? Such a patch is written with the other threads
+ * stopped, once none is on that way (np_threads_stop). */
+bool np_patch_lands_inside(const struct np_region *region, const uint8_t *bytes, size_t len);
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are

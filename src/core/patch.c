@@ -89,22 +89,23 @@ static struct {
 	 * how many answering threads may be on their way through one */
 	_Atomic bool risky;
 	_Atomic int busy;
+	/* answering threads in a signal handler that interrupted them strictly
+	 * inside the range (interrupted_inside) */
+	_Atomic int nested;
 } req;
 
-/* Could this thread be on its way through a trampoline (which jumps back
- * to a fixed address, maybe inside the bytes being patched)? In one, in
- * a handler, or with a return address into one among the words just
- * above its stack pointer: the save code (riscv: np_rv_site_rest keeps
- * the block's return address 552 bytes above its sp) and np__dispatch
- * before and after the handlers. Conservative: a stale word there counts
- * too. The words are read fault-safe (np_read_user: the SIGSEGV guard
- * works here, the handler leaves SIGSEGV and SIGBUS unblocked). */
-#define STACK_LOOK 2048
-__attribute__((no_sanitize("address"))) static bool in_trampoline_path(const struct np_regs *regs)
+/* The words just above a thread's stack pointer, STACK_LOOK bytes of
+ * them or up to the end of the stack, each given to 'look' until it says
+ * stop. This and its helpers run in the handler below: not instrumented by
+ * ASan, like it. Read fault-safe (np_read_user: the SIGSEGV guard works in the
+ * handler below, which leaves SIGSEGV and SIGBUS unblocked). 2 KiB missed
+ * the signal frame of a program's handler under ASan (e2e-landing's
+ * storm); how deep a handler's frames go is the program's: a window, not
+ * a proof. */
+#define STACK_LOOK 16384
+__attribute__((no_sanitize("address"))) static bool
+any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *cookie), void *cookie)
 {
-	struct np_thread *t = np_thread_peek();
-	if (np_codemem_holds(regs->pc) || (t && atomic_load(&t->in_site)))
-		return true;
 	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
 	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
 		size_t n = sizeof(words) / sizeof(words[0]);
@@ -114,13 +115,61 @@ __attribute__((no_sanitize("address"))) static bool in_trampoline_path(const str
 			     n++)
 				;
 		for (size_t i = 0; i < n; i++)
-			if (np_codemem_holds(words[i]))
+			if (look(words[i], cookie))
 				return true;
 		if (n < sizeof(words) / sizeof(words[0]))
 			return false;
 		at += sizeof(words);
 	}
 	return false;
+}
+
+__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *seen)
+{
+	*(bool *)seen |= np_codemem_holds(word);
+	return np_codemem_leads_inside(word, req.start, req.end);
+}
+
+/* Could this thread be on its way through a trampoline that jumps back
+ * strictly inside the bytes being patched (one built for an instruction
+ * there, since retired)? In one, or with a return address into one among
+ * the words just above its stack pointer: the save code (riscv:
+ * np_rv_site_rest keeps the block's return address 552 bytes above its
+ * sp), np__dispatch and the handlers. A thread in a handler whose
+ * trampoline is not found that way counts too. Conservative: a stale word
+ * counts as well. */
+__attribute__((no_sanitize("address"))) static bool
+in_trampoline_path(const struct np_regs *regs)
+{
+	struct np_thread *t = np_thread_peek();
+	bool in_handler = t && atomic_load(&t->in_site), seen = false;
+	if (np_codemem_leads_inside(regs->pc, req.start, req.end))
+		return true;
+	return any_stack_word(regs, leads_inside, &seen) || (in_handler && !seen);
+}
+
+/* A word that is the address of an instruction strictly inside the bytes
+ * (one the map would move a thread from)? */
+typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
+
+__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, void *map)
+{
+	pc_map to = *(const pc_map *)map;
+	return word > req.start && word < req.end && to(req.cookie, word) != word;
+}
+
+/* Is this thread in a signal handler (of the program's) that interrupted
+ * it strictly inside the bytes? The handler below sees and moves only the
+ * pc it interrupted itself; the one the outer handler returns to lies in
+ * that handler's signal frame, just above. A thread found so cannot be
+ * moved (a word that only looks like that pc must not be changed): the
+ * patch waits until it has left its handler. Return addresses are never
+ * strictly inside a region (a displaced call comes last), so stale words
+ * rarely count. */
+__attribute__((no_sanitize("address"))) static bool
+interrupted_inside(const struct np_regs *regs, pc_map map)
+{
+	return any_stack_word(regs, moved_by_map, &map);
 }
 
 /* Runs with every signal blocked but SIGSEGV and SIGBUS (see
@@ -140,14 +189,15 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 	if (stopping && atomic_load(&req.released) >= round)
 		return; /* a late signal of a round over (or not yet begun) */
 	np_host_regs_from_uc(&regs, uc);
-	if (stopping && atomic_load(&req.risky)) {
-		int saved_errno = *np_errno(); /* np_read_user may set it */
-		if (in_trampoline_path(&regs))
-			atomic_fetch_add(&req.busy, 1);
-		*np_errno() = saved_errno;
-	}
-	if (regs.pc > req.start && regs.pc < req.end && req.map) {
-		regs.pc = req.map(req.cookie, regs.pc);
+	pc_map map = req.map; /* move_out clears it when done */
+	int saved_errno = *np_errno(); /* np_read_user may set it */
+	if (stopping && atomic_load(&req.risky) && in_trampoline_path(&regs))
+		atomic_fetch_add(&req.busy, 1);
+	if (map && interrupted_inside(&regs, map))
+		atomic_fetch_add(&req.nested, 1);
+	*np_errno() = saved_errno;
+	if (regs.pc > req.start && regs.pc < req.end && map) {
+		regs.pc = map(req.cookie, regs.pc);
 		np_host_regs_to_uc(&regs, uc);
 	}
 	int slot = atomic_fetch_add(&req.acks, 1);
@@ -370,6 +420,7 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	}
 	atomic_store(&req.risky, risky);
 	atomic_store(&req.busy, 0);
+	atomic_store(&req.nested, 0);
 	req.start = start;
 	req.end = end;
 	req.map = map;
@@ -403,8 +454,34 @@ void np_threads_resume(void)
 	atomic_store(&req.released, atomic_load(&req.round));
 }
 
+static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
+			 void *cookie);
+
+/* A thread in a signal handler of its own that interrupted it inside the
+ * range has not left it: asked again a little later, up to this many
+ * times, then the patch fails with EAGAIN. */
+#define NESTED_TRIES 100
+#define NESTED_RETRY_NS 1000000L
+
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
 			void *cookie)
+{
+	for (int tries = 0;; tries++) {
+		int err = move_out_once(start, end, map, cookie);
+		if (err || !atomic_load(&req.nested))
+			return err;
+		if (tries == NESTED_TRIES) {
+			np_logf(NP_LOG_WARN, "cannot patch 0x%llx: a thread stays in a signal handler "
+					     "that interrupted it inside the bytes",
+				(unsigned long long)start);
+			return -EAGAIN;
+		}
+		nanosleep(&(struct timespec){0, NESTED_RETRY_NS}, NULL);
+	}
+}
+
+static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
+			 void *cookie)
 {
 	static int tids[MAX_ASK]; /* engine lock held */
 	pid_t pid = getpid();
@@ -417,6 +494,7 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	req.map = map;
 	req.cookie = cookie;
 	atomic_store(&req.acks, 0);
+	atomic_store(&req.nested, 0);
 	atomic_store(&req.hold, false);
 	/* Ask every running thread at once: on a loaded machine each signal
 	 * waits for its thread to be scheduled, so one at a time is slow. */
@@ -614,7 +692,7 @@ static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
 	for (int tries = 0; !err; tries++) {
 		if ((err = np_threads_stop(r->start, r->start + len, out_of_patch, r, new_code)))
 			break;
-		if (!atomic_load(&req.busy)) {
+		if (!atomic_load(&req.busy) && !atomic_load(&req.nested)) {
 			err = write_bp_first(r, bytes, len, false);
 			np_threads_resume();
 			break;
@@ -622,7 +700,8 @@ static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
 		np_threads_resume();
 		if (tries == STOP_TRIES) {
 			np_logf(NP_LOG_WARN, "cannot patch 0x%llx: threads keep running through a "
-					     "trampoline that jumps back inside its bytes",
+					     "trampoline that jumps back inside its bytes, or stay "
+					     "in a signal handler that interrupted them there",
 				(unsigned long long)r->start);
 			err = -EAGAIN;
 			break;
@@ -630,6 +709,23 @@ static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
 		nanosleep(&(struct timespec){0, STOP_RETRY_NS}, NULL);
 	}
 	return err;
+}
+
+/* Would a thread coming back from some trampoline (a retired one: live
+ * regions do not overlap) land strictly inside bytes that these change?
+ * Not when the original code goes back, nor when r's jump is only
+ * re-pointed (nothing lands inside a jump in place: it went in under this
+ * rule). From the first byte on which the new bytes are the code's own
+ * (the call a punned jump ends on, plan.c) a thread lands on what it
+ * expects. */
+bool np_patch_lands_inside(const struct np_region *r, const uint8_t *bytes, size_t len)
+{
+	size_t keep = len;
+	if (len > sizeof(r->orig) || memcmp(bytes, r->orig, len) == 0 || holds_jump(r))
+		return false;
+	while (keep > 0 && bytes[keep - 1] == r->orig[keep - 1])
+		keep--;
+	return np_codemem_lands_inside(r->start, r->start + keep);
 }
 
 int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
@@ -645,6 +741,11 @@ int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool 
 	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
 	    np_code_read(r->start, cur, len) == 0 &&
 	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
+		return patch_stopped(r, bytes, len);
+	/* written while the other threads wait, once none is on its way back
+	 * there (x86-64, and arm64's long form: one word, a b or a brk,
+	 * has nothing inside it to land on) */
+	if (np_patch_lands_inside(r, bytes, len))
 		return patch_stopped(r, bytes, len);
 	return write_bp_first(r, bytes, len, move_threads);
 }

@@ -90,7 +90,7 @@ static int build(struct np_region *r)
 	}
 	r->tramp = at;
 	r->tramp_len = (size_t)n;
-	np_codemem_note_landing(r->end); /* where it jumps back (patch.c) */
+	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (patch.c) */
 	return 0;
 }
 
@@ -147,6 +147,10 @@ static int queue_jump(struct np_region *r)
 	int err = jump_bytes(r, r->patch);
 	if (err < 0)
 		return err;
+	/* a thread in a retired trampoline may land inside it: placed alone,
+	 * once no thread is on that way (patch.c) */
+	if (np_patch_lands_inside(r, r->patch, r->jump_len))
+		return patch_jump(r, r->ninsn > 1);
 	r->jumps_to = jump_target(r); /* what r->patch holds, once it is placed */
 	return np_batch_install(r, r->ninsn > 1);
 }
@@ -243,7 +247,7 @@ static int install_jump(const struct plan *p, bool forced)
 			if (r->sites[i])
 				r->sites[i]->region = np_region_find(r->insn[i].pc);
 		np_codemem_retire(r->tramp, r->tramp_len);
-		free(r);
+		np_trap_defer_free(r); /* a trap handler may have found it */
 		return err;
 	}
 	drop_absorbed(r);
