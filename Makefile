@@ -41,7 +41,7 @@ CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
 # Not e2e-torture yet: one run in three under load gave wrong results
 # (docs/riscv64.md); `make check-riscv64 RISCV64_TESTS=e2e-torture` runs it.
 RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
-                  e2e-sigchain e2e-watch e2e-many
+                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif
