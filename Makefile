@@ -41,7 +41,14 @@ CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
 # Not e2e-torture yet: one run in three under load gave wrong results
 # (docs/riscv64.md); `make check-riscv64 RISCV64_TESTS=e2e-torture` runs it.
 RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
-                  e2e-sigchain e2e-watch e2e-many
+                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap
+# the differential runs on riscv64 (docs/reliability.md): Debian's riscv64
+# builds from a later release (bookworm has none), unpacked with their libc
+# and the agent's libelf by cross/riscv64-sysroot.sh into a root of their
+# own under $(BUILD_RISCV64), never installed; qemu-riscv64 -L runs them.
+RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1
+RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
+RISCV64_DIFF_SCALE ?= 0.2
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif
@@ -49,7 +56,8 @@ ifeq ($(ARCH),riscv64)
 INSTALL_CROSS := $(foreach f,$(CROSS_RISCV64),--cross-file $(f))
 endif
 
-.PHONY: all deps build check check-arm64 check-arm64-differential check-riscv64 check-sanitize demo bench install clean
+.PHONY: all deps build check check-arm64 check-arm64-differential check-riscv64 \
+        check-riscv64-differential riscv64-build check-sanitize demo bench install clean
 
 all: build
 
@@ -99,14 +107,26 @@ check-arm64-differential: build
 	  python3 tests/reliability/differential.py $(ARM64_DIFF_PROGS)
 
 # The engine cross-built for riscv64 against the sysroot, its e2e suites run
-# under qemu-riscv64 (docs/riscv64.md).
-check-riscv64: deps
+# under qemu-riscv64 (docs/riscv64.md); then the differential runs of
+# Debian's riscv64 programs, driven by the host's command with the riscv64
+# agent.
+riscv64-build: deps
 	[ -f $(BUILD_RISCV64)/build.ninja ] || \
 	  $(MESON) setup $(BUILD_RISCV64) $(foreach f,$(CROSS_RISCV64),--cross-file $(f))
 	ninja -C $(BUILD_RISCV64)
+
+check-riscv64: riscv64-build
 	$(MESON) test -C $(BUILD_RISCV64) --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
 	  $(RISCV64_TESTS); status=$$?; \
-	  python3 tools/test-summary.py $(BUILD_RISCV64)/meson-logs/testlog.json; exit $$status
+	  python3 tools/test-summary.py $(BUILD_RISCV64)/meson-logs/testlog.json; \
+	  $(MAKE) --no-print-directory check-riscv64-differential || status=1; exit $$status
+
+check-riscv64-differential: build riscv64-build
+	sh cross/riscv64-sysroot.sh $(abspath $(BUILD_RISCV64))/debroot $(RISCV64_DIFF_DEBS)
+	NP_DIFF_ISA=riscv64 NP_DIFF_ROOT=$(abspath $(BUILD_RISCV64))/debroot \
+	  NP_DIFF_AGENT=$(abspath $(BUILD_RISCV64))/src/agent/libnanoprobe-agent.so \
+	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_DIFF_SCALE=$(RISCV64_DIFF_SCALE) \
+	  python3 tests/reliability/differential.py $(RISCV64_DIFF_PROGS)
 
 # The suite under ASan+UBSan, built by gcc and by clang (clang's build also
 # runs the libFuzzer harnesses for a bounded number of executions).

@@ -8,6 +8,11 @@
 # unpacked with dpkg-deb -x. Nothing is installed into the host's dpkg.
 #
 #   sh cross/riscv64-sysroot.sh [DIR]     (default: cross/sysroot/riscv64)
+#   sh cross/riscv64-sysroot.sh DIR PKG...
+#
+# The second form unpacks other packages the same way, with the libraries
+# they need (libc included): a root that qemu-riscv64 -L runs programs
+# from (the differential runs, make check-riscv64-differential).
 #
 # Idempotent: a sysroot whose stamp names the same package list is kept.
 # The suites tried, in order: trixie, then sid (a mirror may serve a
@@ -22,11 +27,15 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/sysroot/riscv64}
-pkgs="libc6-dev libelf-dev libdw-dev libzydis-dev libstdc++6 libatomic1"
+[ $# -gt 0 ] && shift
+asked=$*
+pkgs=${asked:-libc6-dev libelf-dev libdw-dev libzydis-dev libstdc++6 libatomic1}
 stamp="$dest/.nanoprobe-sysroot"
 
-# the machine file that tells meson where the sysroot is
+# the machine file that tells meson where the sysroot is (not for a root
+# of other packages)
 write_ini() {
+	[ -z "$asked" ] || return 0
 	printf "# written by cross/riscv64-sysroot.sh\n[constants]\nsysroot = '%s'\n" "$dest" \
 		> "$dest.ini"
 }

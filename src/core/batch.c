@@ -197,8 +197,8 @@ static int make_spans(void)
 	size_t total = 0;
 	if (!(spans = calloc(batch.n, sizeof(*spans))))
 		return -ENOMEM;
-	if (batch.n > 1)
-		np_maps_invalidate(); /* writable or not: as the program has it now */
+	if (batch.n > 1) /* writable or not: as the program has it now */
+		np_maps_expire_old();
 	for (size_t i = 0; i < batch.n; i++) {
 		struct span *sp = nspans ? &spans[nspans - 1] : NULL;
 		if (sp && joins(sp, i)) {

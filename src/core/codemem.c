@@ -116,14 +116,22 @@ static uint64_t gap_near(const struct np_maps *m, uint64_t aim, uint64_t near, u
 }
 
 /* The gap nearest to 'aim', leaving the heap room above the break unless
- * nothing else is in reach (and never for a window: strict). 0 if none. */
+ * nothing else is in reach (and never for a window: strict). 0 if none.
+ * The map of the address space is read afresh once per API call, then
+ * taken from the cache (which a chunk mapped since invalidates): one
+ * attach of thousands of riscv64 probes near a module larger than jal's
+ * reach searched, probe after probe, for a gap that was not there, and
+ * each search read /proc/self/maps, about a millisecond under qemu-user
+ * (sort with every function of libc probed did not finish placing them
+ * within the command's 60 s). */
 static uint64_t pick_gap(uint64_t aim, uint64_t near, uint64_t reach, bool strict)
 {
-	struct np_maps m;
-	if (np_maps_read(&m))
+	np_maps_expire_old();
+	const struct np_maps *m = np_maps_cached();
+	if (!m)
 		return 0;
 	uint64_t brk = program_break();
-	uint64_t at = brk ? gap_near(&m, aim, near, reach, brk, brk + BRK_ROOM) : 0;
+	uint64_t at = brk ? gap_near(m, aim, near, reach, brk, brk + BRK_ROOM) : 0;
 	/* Nothing else in reach (arm64's 128 MiB from a non-PIE program
 	 * whose lower gap is full): the heap's room it is, but as far from
 	 * the break as reach allows, so the heap still grows by brk until it
@@ -131,20 +139,21 @@ static uint64_t pick_gap(uint64_t aim, uint64_t near, uint64_t reach, bool stric
 	 * failing at once and fell back to mmap (python3 under qemu-aarch64,
 	 * every function probed). */
 	if (!at && !strict)
-		at = gap_near(&m, brk ? brk + BRK_ROOM : aim, near, reach, 0, 0);
-	np_maps_free(&m);
+		at = gap_near(m, brk ? brk + BRK_ROOM : aim, near, reach, 0, 0);
 	return at;
 }
 
-/* A chunk in the gap nearest to 'aim'. The map of the address space is
- * cached: when the gap it shows is taken by now (something was mapped
- * since, such as the engine's own thread pool on the first attach; qemu-user
- * places mappings next to the program), read it again once. */
+/* A chunk in the gap nearest to 'aim'. When the gap the map shows is taken
+ * by now (something was mapped since, such as the engine's own thread
+ * pool on the first attach; qemu-user places mappings next to the
+ * program), read it again once. */
 static uint64_t map_near(uint64_t aim, uint64_t near, uint64_t reach, bool strict)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		uint64_t at = pick_gap(aim, near, reach, strict);
-		if (at && (at = try_map(at)))
+		if (!at)
+			return 0; /* none in a map read during this call */
+		if ((at = try_map(at)))
 			return at;
 		np_maps_invalidate();
 	}
@@ -319,6 +328,7 @@ static pid_t mem_pid;
 
 void np_code_begin(void)
 {
+	np_maps_call_begin();
 	if (mem_fd >= 0 && mem_pid != getpid()) {
 		close(mem_fd);
 		mem_fd = -1;

@@ -63,6 +63,22 @@ void np_maps_free(struct np_maps *m)
 
 static struct np_maps cache;
 static bool cache_valid;
+/* API calls begun, and the one during which the cache was read: under
+ * qemu-user a read of /proc/self/maps costs about a millisecond, and one
+ * attach of thousands of probes asked for it fresh thousands of times
+ * (every batch flush, every search for a chunk's gap). */
+static unsigned calls, read_in = ~0u;
+
+void np_maps_call_begin(void)
+{
+	calls++;
+}
+
+void np_maps_expire_old(void)
+{
+	if (read_in != calls)
+		cache_valid = false;
+}
 
 void np_maps_invalidate(void)
 {
@@ -84,15 +100,36 @@ static const struct np_map *find(const struct np_maps *m, uint64_t addr)
 	return NULL;
 }
 
+static int cache_read(void)
+{
+	np_maps_free(&cache);
+	int err = np_maps_read(&cache);
+	cache_valid = !err;
+	read_in = calls;
+	return err;
+}
+
+const struct np_maps *np_maps_cached(void)
+{
+	return cache_valid || cache_read() == 0 ? &cache : NULL;
+}
+
+int np_maps_lookup_cached(uint64_t addr, struct np_map *out)
+{
+	const struct np_map *m = np_maps_cached() ? find(&cache, addr) : NULL;
+	if (!m)
+		return -ENOENT;
+	*out = *m;
+	return 0;
+}
+
 int np_maps_lookup(uint64_t addr, struct np_map *out)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		if (!cache_valid || pass == 1) {
-			np_maps_free(&cache);
-			int err = np_maps_read(&cache);
+			int err = cache_read();
 			if (err)
 				return err;
-			cache_valid = true;
 		}
 		const struct np_map *m = find(&cache, addr);
 		/* A cached answer that is not code may be stale (the program

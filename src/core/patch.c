@@ -240,7 +240,12 @@ static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign)
 		return LOOK_ASK;
 	char *last = strrchr(line, ' ');
 	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	if (foreign && pc != 0 && !np_code_mapped_exec(pc, 1))
+	/* The cached map, not read again for a pc it does not know (each
+	 * emulator pc did, about a millisecond under qemu-user, at every
+	 * stop): a module mapped since is taken for the emulator's, and
+	 * its thread is asked, which is always safe. */
+	struct np_map m;
+	if (foreign && pc != 0 && (np_maps_lookup_cached(pc, &m) || !m.x))
 		return LOOK_FOREIGN;
 	return !(pc > start && pc < end) && pc != 0 ? LOOK_LEAVE : LOOK_ASK;
 }

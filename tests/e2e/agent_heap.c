@@ -227,6 +227,10 @@ static int run_injected(void)
 	void *h = agent ? dlopen(agent, RTLD_NOW) : NULL;
 	int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "nanoprobe_agent_start")
 				       : NULL;
+	/* why, when the agent cannot be loaded: on riscv64 it once needed more
+	 * static TLS than glibc keeps for libraries loaded by dlopen */
+	if (agent && !start)
+		fprintf(stderr, "cannot load the agent: %s\n", dlerror());
 	if (lfd < 0 || !start || start(name))
 		return 2;
 	return verdict(serve_session(lfd));

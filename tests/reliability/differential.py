@@ -25,14 +25,17 @@ unpacked by tests/reliability/debroot.py (never installed), run under
 qemu-aarch64 with Debian's cross libc (/usr/aarch64-linux-gnu), by the same
 host command with the arm64 agent (NANOPROBE_AGENT): the command reads the
 arm64 files, starts qemu, and the agent, preloaded in the guest, places
-the probes and counts.
+the probes and counts. On riscv64 (NP_DIFF_ISA=riscv64) the same, under
+qemu-riscv64, with Debian's riscv64 builds from a later release than the
+host's (bookworm has no riscv64 port), unpacked with their libc by
+cross/riscv64-sysroot.sh into a root that is also the guest's sysroot.
 
 Output: `ok N - name` / `not ok N - name` lines, and `N passed, M failed`.
 Arguments: names of programs to run (default: all). Environment: NP_CLI
 (the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1);
-for arm64 NP_DIFF_ISA=arm64, NP_DIFF_ROOT (the unpacked packages),
-NP_DIFF_AGENT (the arm64 agent), NP_DIFF_SYSROOT (default
-/usr/aarch64-linux-gnu).
+for arm64 or riscv64 NP_DIFF_ISA, NP_DIFF_ROOT (the unpacked packages),
+NP_DIFF_AGENT (the agent built for the ISA), NP_DIFF_SYSROOT (the guest's
+libc: default /usr/aarch64-linux-gnu on arm64, NP_DIFF_ROOT on riscv64).
 """
 import ctypes
 import json
@@ -64,8 +67,22 @@ ENV.update({"LC_ALL": "C", "DEBUGINFOD_URLS": "", "PYTHONHASHSEED": "0",
 
 ISA = os.environ.get("NP_DIFF_ISA", "x86_64")
 DEBROOT = os.environ.get("NP_DIFF_ROOT", "")
-SYSROOT = os.environ.get("NP_DIFF_SYSROOT", "/usr/aarch64-linux-gnu")
-MULTIARCH = "aarch64-linux-gnu"
+# the emulator, the Debian multiarch triplet, the guest's default sysroot
+GUESTS = {"arm64": ("qemu-aarch64", "aarch64-linux-gnu", "/usr/aarch64-linux-gnu"),
+          "riscv64": ("qemu-riscv64", "riscv64-linux-gnu", DEBROOT)}
+QEMU, MULTIARCH, DEFAULT_SYSROOT = GUESTS.get(ISA, (None, None, None))
+# riscv64 (Debian's glibc 2.41 and later): a breakpoint hit while SIGTRAP
+# is blocked kills the program, and that glibc runs sigaction(SIGABRT)
+# with every signal blocked, under its abort lock (a rwlock):
+# __libc_sigaction, the lock's functions, and the copies through memcpy's
+# unnamed helpers (which cannot take a JUMP there: jump tables, no free
+# register, no trampoline within jal's reach of libc under qemu). Forced
+# TRAP there killed sort (docs/reliability.md). So libc's functions with a
+# name only (not those .eh_frame alone shows), less these.
+LIBC_NAMED_ONLY = ISA == "riscv64"
+LIBC_LEFT_OUT = {"__libc_sigaction", "__pthread_rwlock_rdlock", "__pthread_rwlock_wrlock",
+                 "__pthread_rwlock_unlock"}
+SYSROOT = os.environ.get("NP_DIFF_SYSROOT", DEFAULT_SYSROOT)
 
 
 R = Results()
@@ -121,9 +138,10 @@ def real(path):
 
 
 def guest_library_dirs():
-    """arm64: where the guest's loader looks, in order (the cross libc
-    first, see cross/aarch64-linux-gnu.ini), then the unpacked packages'
-    libraries, then the multiarch ones (the agent's libelf)."""
+    """Under qemu: where the guest's loader looks, in order (the cross
+    libc first, see cross/aarch64-linux-gnu.ini), then the unpacked
+    packages' libraries, then the multiarch ones (the arm64 agent's libelf;
+    riscv64's comes unpacked with the programs)."""
     return [os.path.join(SYSROOT, "lib")] + \
         [os.path.join(DEBROOT, d, MULTIARCH) for d in ("lib", "usr/lib")] + \
         [os.path.join("/usr/lib", MULTIARCH)]
@@ -133,7 +151,7 @@ def guest_wrapper():
     """The command that runs a program of the ISA: nothing natively."""
     if ISA == "x86_64":
         return []
-    return ["qemu-aarch64", "-L", SYSROOT, "-E",
+    return [QEMU, "-L", SYSROOT, "-E",
             "LD_LIBRARY_PATH=" + ":".join(guest_library_dirs())]
 
 
@@ -165,6 +183,14 @@ def library_path(soname):
     return real((native or found or [None])[0])
 
 
+def linked_library(program, soname):
+    """soname's path when program names it among the libraries it needs
+    (in its dynamic string table): Debian's later sqlite3 builds have the
+    library inside the program."""
+    with open(program, "rb") as f:
+        return library_path(soname) if (soname.encode() + b"\0") in f.read() else None
+
+
 def programs(inputs):
     """name -> (argv, stdin bytes or None, extra files whose functions to probe)."""
     rows = str(int(300 * SCALE))
@@ -178,7 +204,7 @@ def programs(inputs):
         "python3": ([python3_path(), "-c",
                      PY_WORKLOAD.replace("ROWS", rows)], None, []),
         "sqlite3": ([program_path("sqlite3"), ":memory:"], inputs["sql"].encode(),
-                    [library_path("libsqlite3.so.0")]),
+                    [linked_library(program_path("sqlite3"), "libsqlite3.so.0")]),
     }
     return progs
 
@@ -195,7 +221,7 @@ def no_aslr():
 
 def run(argv, stdin=None, env=ENV):
     """In a session of its own: on a timeout the program nanoprobe started
-    (qemu, under arm64) goes too, not only nanoprobe."""
+    (qemu, under another ISA) goes too, not only nanoprobe."""
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=env, preexec_fn=no_aslr,
                          start_new_session=True)
@@ -364,13 +390,31 @@ def instruction_specs(path, fn):
     return specs
 
 
+def function_specs(path, named_only):
+    """An entry and a return probe on every function of path, or on every
+    one with a symbol (one name per address)."""
+    if not named_only:
+        return [f"{path}:*", f"{path}:*%return"]
+    listing = subprocess.run([NANOPROBE, "list", "-j", path], capture_output=True, text=True,
+                             env=ENV).stdout
+    fns = [json.loads(line) for line in listing.splitlines()]
+    left_out = {fn["addr"] for fn in fns if fn["name"] in LIBC_LEFT_OUT}
+    names = {}
+    for fn in fns:
+        if fn.get("source") != "eh_frame" and fn["addr"] not in left_out:
+            names.setdefault(fn["addr"], fn["name"])
+    note(f"{os.path.basename(path)}: {len(names)} named functions, "
+         f"{len(left_out)} left out ({', '.join(sorted(LIBC_LEFT_OUT))})")
+    return [s for n in names.values() for s in (f"{path}:{n}", f"{path}:{n}%return")]
+
+
 def run_program(name, argv, stdin, extra, tmp):
     R.check(all(argv[:1]) and os.access(argv[0], os.X_OK), f"{name}: {argv[0]} is installed")
     files = [argv[0], real(library_path("libc.so.6"))] + [f for f in extra if f]
     plain = run(guest_wrapper() + argv, stdin)
     R.check(plain.returncode == 0 and plain.stdout,
             f"{name}: runs plainly", plain.stderr.decode(errors="replace")[-1000:])
-    specs = [s for f in files for s in (f"{f}:*", f"{f}:*%return")]
+    specs = [s for f in files for s in function_specs(f, f == files[1] and LIBC_NAMED_ONLY)]
     counts, fig_a = differential(f"{name} (a) every entry and return", specs, argv, stdin,
                                  plain, tmp)
     hot = hot_functions(counts, files[:2])

@@ -18,6 +18,7 @@
  * As on arm64, every hit calls np__dispatch: no inline fast path yet.
  */
 #include "core/internal.h"
+#include "core/nolibc.h"
 
 #include <errno.h>
 #include <string.h>
@@ -114,7 +115,7 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 void np_host_regs_from_uc(struct np_regs *regs, const void *ucv)
 {
 	const ucontext_t *uc = ucv;
-	memset(regs, 0, sizeof(*regs));
+	np_zero(regs, sizeof(*regs)); /* the hit path: no libc memset */
 	for (int i = 1; i < 32; i++)
 		regs->gpr[i] = uc->uc_mcontext.__gregs[i];
 	regs->pc = uc->uc_mcontext.__gregs[0];

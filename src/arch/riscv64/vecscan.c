@@ -10,6 +10,7 @@
  * bounded worklist holds, answers 1: the conservative answer.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "arch/riscv64/internal.h"
 
@@ -86,14 +87,18 @@ static int step(struct scan *s, const struct np_mem *mem, uint64_t pc)
 
 int rv_vector_state_used(uint64_t fn, const struct np_mem *mem)
 {
-	static _Thread_local struct scan s;
+	/* 8.6 KiB: not for the stack of a thread the probe interrupted, and
+	 * not thread-local either: in the agent, whose TLS is initial-exec,
+	 * it would not fit the few hundred bytes of static TLS glibc keeps
+	 * for libraries loaded later, and dlopen (the injected start) failed */
+	struct scan *s = calloc(1, sizeof(*s));
+	int used = 1; /* cannot prove it: save the state */
 
-	s.ntodo = 0;
-	s.nseen = 0;
-	if (push(&s, fn))
-		return 1;
-	while (s.ntodo)
-		if (step(&s, mem, s.todo[--s.ntodo]))
-			return 1;
-	return 0;
+	if (s && !push(s, fn)) {
+		used = 0;
+		while (!used && s->ntodo)
+			used = step(s, mem, s->todo[--s->ntodo]);
+	}
+	free(s);
+	return used;
 }
