@@ -253,6 +253,9 @@ int np_trap_init(void);
 unsigned np_trap_level(void);
 uint64_t np_trap_handler_entry(void);
 void np_patch_answer_owed(void *uc, unsigned level);
+/* Block the stop signal until the SIGTRAP handler returns, where its
+ * sa_mask did not (a system call there only). */
+void np_patch_block_stop(void);
 void np_trap_defer_free(void *mem);
 
 /* Signals that are not ours (sigchain.c). np_sig_chain delivers one to

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -629,6 +630,43 @@ int np_patch_signal(void)
 	return fixup_sig ? fixup_sig : pick_signal();
 }
 
+/* Does a handler run with its sa_mask blocked? The kernel's do;
+ * qemu-riscv64 7.2 blocks only the signal itself. Asked once, with the
+ * stop signal (not in use yet) and SIGTRAP in its mask. */
+static bool sa_mask_honoured;
+
+static void mask_probe(int sig)
+{
+	(void)sig;
+	sigset_t cur;
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	sa_mask_honoured = sigismember(&cur, SIGTRAP) == 1;
+}
+
+static void probe_sa_mask(void)
+{
+	struct sigaction sa = {.sa_handler = mask_probe}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGTRAP);
+	sigset_t unblock, was;
+	sigemptyset(&unblock);
+	sigaddset(&unblock, fixup_sig);
+	if (sigaction(fixup_sig, &sa, &old) == 0) {
+		pthread_sigmask(SIG_UNBLOCK, &unblock, &was);
+		raise(fixup_sig); /* delivered before raise returns */
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+		sigaction(fixup_sig, &old, NULL);
+	}
+}
+
+void np_patch_block_stop(void)
+{
+	if (sa_mask_honoured)
+		return;
+	unsigned long set = 1ul << (fixup_sig - 1); /* the kernel's sigset: one word */
+	np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof(set), 0, 0);
+}
+
 int np_patch_init(void)
 {
 	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
@@ -645,6 +683,7 @@ int np_patch_init(void)
 		np_logf(NP_LOG_INFO, "membarrier SYNC_CORE unavailable: using mprotect IPIs");
 
 	fixup_sig = pick_signal();
+	probe_sa_mask();
 	struct sigaction sa = {.sa_sigaction = fixup_handler,
 			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK};
 	sigfillset(&sa.sa_mask);

@@ -287,7 +287,8 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(int sig, siginfo
  * breakpoint: the handler trapped in its own epilogue, forever.
  * A stop request (patch.c) that came while this handler ran is answered
  * here, once the thread's resume point is known, before a program's
- * handler that may not return. */
+ * handler that may not return; one that comes later waits until the
+ * thread resumes, as sa_mask would have it. */
 __attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, siginfo_t *si,
 								     void *ucv)
 {
@@ -296,6 +297,9 @@ __attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, sig
 	int saved_errno = *np_errno(); /* not errno: no libc call here */
 	bool chain = trap_decide(sig, si, ucv);
 	*np_errno() = saved_errno;
+	/* from here on a stop request waits for the return to 'uc' (sigreturn
+	 * restores its mask), or is owed now */
+	np_patch_block_stop();
 	atomic_signal_fence(memory_order_seq_cst);
 	trap_level = level - 1;
 	np_patch_answer_owed(ucv, level);
