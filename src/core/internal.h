@@ -247,6 +247,15 @@ int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
 			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
 			    void *cookie);
 int np_trap_init(void);
+/* The stop signal may interrupt the SIGTRAP handler where a handler's
+ * sa_mask is not honoured (qemu-riscv64 7.2): how deep the thread is in
+ * it, its entry, and the answer it then gives on the way out (patch.c). */
+unsigned np_trap_level(void);
+uint64_t np_trap_handler_entry(void);
+void np_patch_answer_owed(void *uc, unsigned level);
+/* Block the stop signal until the SIGTRAP handler returns, where its
+ * sa_mask did not (a system call there only). */
+void np_patch_block_stop(void);
 void np_trap_defer_free(void *mem);
 
 /* Signals that are not ours (sigchain.c). np_sig_chain delivers one to

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,22 +173,17 @@ interrupted_inside(const struct np_regs *regs, pc_map map)
 	return any_stack_word(regs, moved_by_map, &map);
 }
 
-/* Runs with every signal blocked but SIGSEGV and SIGBUS (see
- * np_patch_init), while breakpoints are in place: a breakpoint here
- * would kill the thread. Not instrumented by ASan, whose
- * epilogue for a frame this large calls libc's memset (see trap.c). */
-__attribute__((no_sanitize("address"))) static void fixup_handler(int sig, siginfo_t *si,
-								   void *ucv)
+/* The answer to a stop request of 'round', from the context the thread
+ * resumes at: its pc moved out of the bytes if it lies strictly inside,
+ * whether it is on its way through a trampoline, then the wait for the
+ * release. Runs with every signal blocked but SIGSEGV and SIGBUS, while
+ * breakpoints are in place: a breakpoint here would kill the thread. Not
+ * instrumented by ASan, whose epilogue for a frame this large calls libc's
+ * memset (see trap.c). */
+__attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsigned round,
+							   bool stopping)
 {
-	(void)sig;
-	(void)si;
-	ucontext_t *uc = ucv;
 	struct np_regs regs;
-	/* round first: np_threads_stop sets hold and the request before it */
-	unsigned round = atomic_load(&req.round);
-	bool stopping = atomic_load(&req.hold);
-	if (stopping && atomic_load(&req.released) >= round)
-		return; /* a late signal of a round over (or not yet begun) */
 	np_host_regs_from_uc(&regs, uc);
 	pc_map map = req.map; /* move_out clears it when done */
 	int saved_errno = *np_errno(); /* np_read_user may set it */
@@ -211,6 +207,59 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 			NP_CPU_RELAX();
 		else /* raw: a probed sched_yield would recurse */
 			np_host_syscall(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+}
+
+/* A request that arrived while the thread ran the engine's SIGTRAP
+ * handler, which answers it once it knows where the thread resumes
+ * (np_patch_answer_owed): the level of that handler (1 the outermost)
+ * and the request. Per thread, initial-exec: read before any call. */
+static __thread unsigned owed_level __attribute__((tls_model("initial-exec")));
+static __thread unsigned owed_round __attribute__((tls_model("initial-exec")));
+static __thread bool owed_stopping __attribute__((tls_model("initial-exec")));
+
+__attribute__((no_sanitize("address"))) void np_patch_answer_owed(void *ucv, unsigned level)
+{
+	if (owed_level != level)
+		return;
+	owed_level = 0;
+	unsigned round = owed_round;
+	if (owed_stopping && atomic_load(&req.released) >= round)
+		return; /* the round ended without this answer (EAGAIN) */
+	answer(ucv, round, owed_stopping);
+}
+
+/* The stop signal's handler. The SIGTRAP handler is meant to block it
+ * (np_trap_init), so that a thread that trapped answers from the pc that
+ * handler resumes it at. qemu-riscv64 7.2 ignores a handler's sa_mask:
+ * the request then interrupts the SIGTRAP handler, right at its entry
+ * (both signals were pending) or later. An answer from there would let
+ * the patch go in before that handler has decided where the thread goes,
+ * which it decides from the code as it was (a retired out-of-line copy
+ * that jumps back inside a jump written meanwhile: e2e-torture's wrong
+ * results and crashes under qemu). So that handler answers instead. */
+__attribute__((no_sanitize("address"))) static void fixup_handler(int sig, siginfo_t *si,
+								   void *ucv)
+{
+	(void)sig;
+	(void)si;
+	ucontext_t *uc = ucv;
+	/* round first: np_threads_stop sets hold and the request before it */
+	unsigned round = atomic_load(&req.round);
+	bool stopping = atomic_load(&req.hold);
+	if (stopping && atomic_load(&req.released) >= round)
+		return; /* a late signal of a round over (or not yet begun) */
+	struct np_regs regs;
+	np_host_regs_from_uc(&regs, uc);
+	unsigned level = np_trap_level();
+	if (regs.pc == np_trap_handler_entry())
+		level++; /* delivered before its first instruction */
+	if (level) {
+		owed_level = level;
+		owed_round = round;
+		owed_stopping = stopping;
+		return;
+	}
+	answer(uc, round, stopping);
 }
 
 /* What /proc/self/task/TID/syscall tells of a thread. */
@@ -792,6 +841,43 @@ int np_patch_signal(void)
 	return fixup_sig ? fixup_sig : pick_signal();
 }
 
+/* Does a handler run with its sa_mask blocked? The kernel's do;
+ * qemu-riscv64 7.2 blocks only the signal itself. Asked once, with the
+ * stop signal (not in use yet) and SIGTRAP in its mask. */
+static bool sa_mask_honoured;
+
+static void mask_probe(int sig)
+{
+	(void)sig;
+	sigset_t cur;
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	sa_mask_honoured = sigismember(&cur, SIGTRAP) == 1;
+}
+
+static void probe_sa_mask(void)
+{
+	struct sigaction sa = {.sa_handler = mask_probe}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGTRAP);
+	sigset_t unblock, was;
+	sigemptyset(&unblock);
+	sigaddset(&unblock, fixup_sig);
+	if (sigaction(fixup_sig, &sa, &old) == 0) {
+		pthread_sigmask(SIG_UNBLOCK, &unblock, &was);
+		raise(fixup_sig); /* delivered before raise returns */
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+		sigaction(fixup_sig, &old, NULL);
+	}
+}
+
+void np_patch_block_stop(void)
+{
+	if (sa_mask_honoured)
+		return;
+	unsigned long set = 1ul << (fixup_sig - 1); /* the kernel's sigset: one word */
+	np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof(set), 0, 0);
+}
+
 int np_patch_init(void)
 {
 	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
@@ -808,6 +894,7 @@ int np_patch_init(void)
 		np_logf(NP_LOG_INFO, "membarrier SYNC_CORE unavailable: using mprotect IPIs");
 
 	fixup_sig = pick_signal();
+	probe_sa_mask();
 	struct sigaction sa = {.sa_sigaction = fixup_handler,
 			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK};
 	sigfillset(&sa.sa_mask);

@@ -121,17 +121,47 @@ static int jump_bytes(const struct np_region *r, uint8_t *jmp)
 
 /* Point the jump at r's (new) trampoline, now: what a batch queued goes
  * in first. */
+/* Where the patches of the regions r replaces (absorbed, not yet dropped)
+ * end, or r's jump's end when they end before it. */
+struct patch_end {
+	const struct np_region *r;
+	uint64_t end;
+};
+
+static bool furthest_patch(struct np_region *o, void *cookie)
+{
+	struct patch_end *e = cookie;
+	uint64_t end = o->start + (o->strategy == NP_STRATEGY_JUMP ? o->jump_len
+								    : np_host_isa->trap_len);
+	if (o != e->r && end > e->end)
+		e->end = end;
+	return false;
+}
+
 static int patch_jump(struct np_region *r, bool move_threads)
 {
-	uint8_t jmp[16];
+	uint8_t jmp[sizeof(r->orig)];
 	int err = jump_bytes(r, jmp);
 	if (err < 0)
 		return err;
+	/* A region r absorbs may have its jump past r's (riscv: a jal at +2
+	 * under one at +0). Those bytes go back to the original with r's
+	 * jump: a thread still in an old trampoline of a region at r's start
+	 * lands there (at +4), on an instruction, not in the rest of a jump. */
+	struct patch_end e = {r, r->start + r->jump_len};
+	np_region_each(r->start, r->end, furthest_patch, &e);
+	size_t len = r->jump_len;
+	if (e.end > r->start + len) {
+		if (e.end > r->end)
+			return -ERANGE; /* a region never sticks out of one that covers it */
+		len = (size_t)(e.end - r->start);
+		memcpy(jmp + r->jump_len, r->orig + r->jump_len, len - r->jump_len);
+	}
 	np_batch_flush();
 	/* its trampoline written before the trap table leads there */
 	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)))
 		return err;
-	err = np_patch_region(r, jmp, r->jump_len, move_threads);
+	err = np_patch_region(r, jmp, len, move_threads);
 	if (!err) {
 		memcpy(r->patch, jmp, r->jump_len);
 		r->jumps_to = jump_target(r);

@@ -239,33 +239,33 @@ static enum trap_kind classify(uint64_t at, struct np_region **r)
 	return TRAP_FOREIGN;
 }
 
-/* Not instrumented by ASan: for a frame this large, clang's epilogue
- * clears the shadow with a call to libc's memset, and while a batch is
- * being placed every probed function, memset included, starts with a
- * breakpoint: the handler trapped in its own epilogue, forever. */
-__attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, siginfo_t *si,
-								     void *ucv)
+/* How deep this thread is in the SIGTRAP handler (a handler's own code may
+ * trap: SA_NODEFER). Initial-exec: set before the handler calls anything,
+ * for the stop signal's handler to read (patch.c). */
+static __thread unsigned trap_level __attribute__((tls_model("initial-exec")));
+
+unsigned np_trap_level(void)
 {
-	ucontext_t *uc = ucv;
+	return trap_level;
+}
+
+/* Where the thread goes: 'uc' written, or true for the disposition the
+ * program set (sigchain.c). */
+__attribute__((no_sanitize("address"))) static bool trap_decide(int sig, siginfo_t *si,
+								 ucontext_t *uc)
+{
 	struct np_regs regs;
 	struct np_region *r;
-	int saved_errno = *np_errno(); /* not errno: no libc call here */
 
 	if (np_host_trap_own(uc))
-		return;
+		return false;
 	if (si->si_code <= 0) {
 		/* sent by a process (kill, raise), not a breakpoint: the pc is
 		 * not after one of ours, whatever the byte before it holds */
-		np_trap_chain(sig, si, ucv);
-		*np_errno() = saved_errno;
-		return;
+		return true;
 	}
-	if (si->si_code == NP_TRAP_PERF) { /* a perf event's: ours is a watch */
-		if (!np_watch_trap(si, ucv))
-			np_trap_chain(sig, si, ucv);
-		*np_errno() = saved_errno;
-		return;
-	}
+	if (si->si_code == NP_TRAP_PERF) /* a perf event's: ours is a watch */
+		return !np_watch_trap(si, uc);
 	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
 	uint64_t at = regs.pc - np_host_isa->trap_pc_after;
@@ -277,9 +277,41 @@ __attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, sig
 		np_host_regs_to_uc(&regs, uc);
 	}
 	atomic_fetch_sub(&readers, 1);
-	if (kind == TRAP_FOREIGN)
-		np_trap_chain(sig, si, ucv);
+	(void)sig;
+	return kind == TRAP_FOREIGN;
+}
+
+/* Not instrumented by ASan: for a frame this large, clang's epilogue
+ * clears the shadow with a call to libc's memset, and while a batch is
+ * being placed every probed function, memset included, starts with a
+ * breakpoint: the handler trapped in its own epilogue, forever.
+ * A stop request (patch.c) that came while this handler ran is answered
+ * here, once the thread's resume point is known, before a program's
+ * handler that may not return; one that comes later waits until the
+ * thread resumes, as sa_mask would have it. */
+__attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, siginfo_t *si,
+								     void *ucv)
+{
+	unsigned level = ++trap_level;
+	atomic_signal_fence(memory_order_seq_cst);
+	int saved_errno = *np_errno(); /* not errno: no libc call here */
+	bool chain = trap_decide(sig, si, ucv);
 	*np_errno() = saved_errno;
+	/* from here on a stop request waits for the return to 'uc' (sigreturn
+	 * restores its mask), or is owed now */
+	np_patch_block_stop();
+	atomic_signal_fence(memory_order_seq_cst);
+	trap_level = level - 1;
+	np_patch_answer_owed(ucv, level);
+	if (chain) {
+		np_trap_chain(sig, si, ucv);
+		*np_errno() = saved_errno;
+	}
+}
+
+uint64_t np_trap_handler_entry(void)
+{
+	return (uint64_t)(uintptr_t)sigtrap_handler;
 }
 
 int np_trap_init(void)

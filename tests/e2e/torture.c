@@ -6,7 +6,9 @@
  * change), stopping early after 30 seconds (NP_TORTURE_SECONDS) so the test
  * stays bounded. Every handler counts into its own counter; once a probe is
  * detached its count must equal np_probe_hits exactly, and the function
- * bytes must be the originals again.
+ * bytes must be the originals again. A wrong result or a crash is
+ * reported with the probes of its cycle; NP_TORTURE_SITES (a mask of
+ * sites[]) narrows the storm to a few sites.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "test.h"
@@ -75,16 +81,36 @@ static const char *const fn_names[] = {"t_short", "t_cmp", "t_loopy", "t_ret1_ca
 				       "t_mix"};
 static uint64_t wrong_by[6];
 
-static uint64_t check(int which, int bad)
+/* What a wrong result was and what the main thread was doing then: the
+ * cycle (its sites and strategies are kept in 'cycles_seen'), and the
+ * argument as a copy in memory kept it, against a register that may be
+ * what went wrong. */
+struct wrong {
+	int which;
+	unsigned long cycle;
+	uint64_t arg, saved_arg, got, want;
+};
+#define NWRONG 16
+static struct wrong wrongs[NWRONG];
+static unsigned nwrong;
+static volatile unsigned long cur_cycle;
+
+static uint64_t check(int which, uint64_t got, uint64_t want, uint64_t arg,
+		      const volatile uint64_t *saved_arg)
 {
-	if (bad)
-		__atomic_fetch_add(&wrong_by[which], 1, __ATOMIC_RELAXED);
-	return (uint64_t)bad;
+	if (got == want)
+		return 0;
+	__atomic_fetch_add(&wrong_by[which], 1, __ATOMIC_RELAXED);
+	unsigned k = __atomic_fetch_add(&nwrong, 1, __ATOMIC_RELAXED);
+	if (k < NWRONG)
+		wrongs[k] = (struct wrong){which, cur_cycle, arg, *saved_arg, got, want};
+	return 1;
 }
 
 static void *worker(void *arg)
 {
 	uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1, n = 0, wrong = 0;
+	volatile uint64_t saved;
 
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		x ^= x << 13;
@@ -92,12 +118,13 @@ static void *worker(void *arg)
 		x ^= x << 17;
 		uint64_t y = x >> 40, k = 1 + (x & 7);
 
-		wrong += check(0, CALL2(t_short, y, 0) != y + 1);
-		wrong += check(1, CALL2(t_cmp, y, y ^ 1) != (y < (y ^ 1)));
-		wrong += check(2, CALL2(t_loopy, y, k) != y * k);
-		wrong += check(3, CALL2(t_ret1_caller, y, 0) != y);
-		wrong += check(4, CALL2(t_rip, y, 0) != y + 0x1234567);
-		wrong += check(5, t_mix_p(y) != ((y * 2654435761u) ^ (y >> 3)));
+		saved = y;
+		wrong += check(0, CALL2(t_short, y, 0), y + 1, y, &saved);
+		wrong += check(1, CALL2(t_cmp, y, y ^ 1), y < (y ^ 1), y, &saved);
+		wrong += check(2, CALL2(t_loopy, y, k), y * k, y, &saved);
+		wrong += check(3, CALL2(t_ret1_caller, y, 0), y, y, &saved);
+		wrong += check(4, CALL2(t_rip, y, 0), y + 0x1234567, y, &saved);
+		wrong += check(5, t_mix_p(y), (y * 2654435761u) ^ (y >> 3), y, &saved);
 		n++;
 	}
 	__atomic_fetch_add(&wrong_results, wrong, __ATOMIC_RELAXED);
@@ -111,6 +138,33 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* What each cycle attached, for the report of a wrong result: the sites
+ * (indices into sites[], a bit each) and which of them went in as TRAP. */
+struct cycle_seen {
+	unsigned long cycle;
+	uint32_t sites, trap;
+};
+#define NSEEN 4096
+static struct cycle_seen cycles_seen[NSEEN];
+
+#define BATCH_CYCLE (1ul << 30) /* batch cycles are numbered from here */
+
+static void cycle_phase(unsigned long i, unsigned phase)
+{
+	__atomic_store_n(&cur_cycle, i << 2 | phase, __ATOMIC_SEQ_CST);
+}
+
+static void cycle_note(unsigned long i, const struct site *s, const struct np_probe *p)
+{
+	struct cycle_seen *c = &cycles_seen[i % NSEEN];
+
+	if (c->cycle != i)
+		*c = (struct cycle_seen){i, 0, 0};
+	c->sites |= 1u << (s - sites);
+	if (p && np_probe_strategy(p) == NP_STRATEGY_TRAP)
+		c->trap |= 1u << (s - sites);
 }
 
 struct stats {
@@ -134,6 +188,80 @@ static const char *site_name(uint64_t addr, char *buf)
 	return buf;
 }
 
+static void print_cycle(unsigned long i)
+{
+	const struct cycle_seen *c = &cycles_seen[i % NSEEN];
+	char b[64];
+
+	fprintf(stderr, " [%s%lu:", i >= BATCH_CYCLE ? "batch " : "",
+		i >= BATCH_CYCLE ? i - BATCH_CYCLE : i);
+	for (size_t j = 0; c->cycle == i && j < NSITES; j++)
+		if (c->sites >> j & 1)
+			fprintf(stderr, " %s%s", site_name((uintptr_t)(sites[j].fn + sites[j].off), b),
+				c->trap >> j & 1 ? " TRAP" : "");
+	fprintf(stderr, "]");
+}
+
+/* Each wrong result: the call, its values, the phase of the cycle it came
+ * in, that cycle's probes and those of the two before it. */
+static void report_wrongs(void)
+{
+	static const char *const phases[] = {"attaching", "attached", "detaching", "detached"};
+
+	for (unsigned k = 0; k < nwrong && k < NWRONG; k++) {
+		const struct wrong *w = &wrongs[k];
+		unsigned long i = w->cycle >> 2;
+
+		fprintf(stderr, "# wrong: %s(0x%" PRIx64 ", in memory 0x%" PRIx64 ") = 0x%" PRIx64
+			", want 0x%" PRIx64 "; %s, cycles", fn_names[w->which], w->arg, w->saved_arg,
+			w->got, w->want, phases[w->cycle & 3]);
+		for (unsigned long d = i % BATCH_CYCLE < 2 ? i % BATCH_CYCLE : 2; d + 1 > 0; d--)
+			print_cycle(i - d);
+		fprintf(stderr, "\n");
+	}
+}
+
+/* A worker that crashes says where, and in which cycles: pc, the return
+ * address and sp tell a wrong jump. Only to report and die (stdio in a
+ * signal handler). */
+static void crashed(int sig, siginfo_t *si, void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	uint64_t pc = 0, ra = 0, sp = 0;
+	char b[2][64];
+
+#if defined(__riscv)
+	pc = uc->uc_mcontext.__gregs[0];
+	ra = uc->uc_mcontext.__gregs[1];
+	sp = uc->uc_mcontext.__gregs[2];
+#elif defined(__aarch64__)
+	pc = uc->uc_mcontext.pc;
+	ra = uc->uc_mcontext.regs[30];
+	sp = uc->uc_mcontext.sp;
+#elif defined(__x86_64__)
+	pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+#endif
+	unsigned long i = __atomic_load_n(&cur_cycle, __ATOMIC_RELAXED);
+	fprintf(stderr, "# thread %ld: signal %d at pc %s (ra %s, sp 0x%" PRIx64 ", address %p), "
+		"phase %lu, cycles", (long)syscall(SYS_gettid), sig, site_name(pc, b[0]),
+		site_name(ra, b[1]), sp, si->si_addr, i & 3);
+	i >>= 2;
+	for (unsigned long d = i % BATCH_CYCLE < 2 ? i % BATCH_CYCLE : 2; d + 1 > 0; d--)
+		print_cycle(i - d);
+	fprintf(stderr, "\n");
+	_exit(128 + sig);
+}
+
+static void report_crashes(void)
+{
+	struct sigaction sa = {.sa_sigaction = crashed, .sa_flags = SA_SIGINFO};
+
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
 static int bytes_restored(const struct site *s)
 {
 	return memcmp(pristine[s - sites], s->fn, FUNC_BYTES) == 0;
@@ -155,21 +283,42 @@ static void wait_for_hits(struct e2e_counter *c, int n)
 	}
 }
 
+/* The sites the cycles take turns on: every one, or those whose bit is set
+ * in NP_TORTURE_SITES (indices into sites[]), to chase one failure. */
+static struct site *pick_site(unsigned long k)
+{
+	static size_t use[NSITES], n;
+
+	if (!n) {
+		const char *env = getenv("NP_TORTURE_SITES");
+		unsigned long mask = env ? strtoul(env, NULL, 0) : 0;
+
+		for (size_t j = 0; j < NSITES; j++)
+			if (!mask || (mask >> j & 1))
+				use[n++] = j;
+		if (!n)
+			use[n++] = 0;
+	}
+	return &sites[use[k % n]];
+}
+
 /* One cycle: attach one or two probes, let them fire, detach, check. */
 static void cycle(unsigned long i, struct stats *st)
 {
 	int n = 1 + (int)(i & 1);
-	struct site *s[2] = {&sites[(i * 7) % NSITES], &sites[(i * 7 + 1) % NSITES]};
+	struct site *s[2] = {pick_site(i * 7), pick_site(i * 7 + 1)};
 	enum np_strategy strat = n == 1 && i % 4 == 2 ? NP_STRATEGY_TRAP : NP_STRATEGY_AUTO;
 	struct e2e_counter c[2];
 	struct np_probe *p[2] = {NULL, NULL};
 
 	memset(c, 0, sizeof c);
+	cycle_phase(i, 0);
 	for (int k = 0; k < n; k++) {
 		struct np_probe_opts o = e2e_opts(e2e_count, &c[k], strat);
 
 		c[k].addr = (uintptr_t)(s[k]->fn + s[k]->off);
 		p[k] = np_probe_attach(s[k]->fn + s[k]->off, &o);
+		cycle_note(i, s[k], p[k]);
 		if (!p[k] && errno == EAGAIN) {
 			st->eagain++;
 		} else if (!p[k]) {
@@ -184,7 +333,9 @@ static void cycle(unsigned long i, struct stats *st)
 				st->trap++;
 		}
 	}
+	cycle_phase(i, 1);
 	wait_for_hits(c, n);
+	cycle_phase(i, 2);
 	for (int j = 0; j < n; j++) {
 		int k = i & 2 ? n - 1 - j : j;
 
@@ -207,6 +358,7 @@ static void cycle(unsigned long i, struct stats *st)
 		st->hits += hits;
 		np_probe_free(p[k]);
 	}
+	cycle_phase(i, 3);
 	for (int k = 0; k < n; k++)
 		if (!bytes_restored(s[k]) && !st->corrupted++)
 			fprintf(stderr, "# bytes at %p differ after detach\n", (void *)s[k]->fn);
@@ -238,11 +390,14 @@ static void batch_cycle(unsigned long i, struct stats *st)
 		addrs[k] = s[k]->fn + s[k]->off;
 		c[k].addr = (uintptr_t)addrs[k];
 	}
+	unsigned long id = BATCH_CYCLE + i;
+	cycle_phase(id, 0);
 	struct np_probe_many_opts mo = NP_PROBE_MANY_OPTS(.cnt = (size_t)n, .addrs = addrs,
 							  .opts = op, .probes = p, .errs = errs);
 	int placed = np_probe_attach_many(&mo);
 	CHECK(placed >= 0);
 	for (int k = 0; k < n; k++) {
+		cycle_note(id, s[k], p[k]);
 		if (p[k]) {
 			st->attaches++;
 			if (np_probe_strategy(p[k]) == NP_STRATEGY_JUMP)
@@ -257,7 +412,9 @@ static void batch_cycle(unsigned long i, struct stats *st)
 		}
 		CHECK_EQ(!p[k], errs[k] != 0);
 	}
+	cycle_phase(id, 1);
 	wait_for_hits(c, n);
+	cycle_phase(id, 2);
 	for (int k = 0; k < n; k++)
 		rev[k] = p[i & 1 ? n - 1 - k : k];
 	if (np_probe_detach_many(rev, (size_t)n) != 0)
@@ -272,6 +429,7 @@ static void batch_cycle(unsigned long i, struct stats *st)
 		st->hits += hits;
 		np_probe_free(p[k]);
 	}
+	cycle_phase(id, 3);
 	for (int k = 0; k < n; k++)
 		if (!bytes_restored(s[k]) && !st->corrupted++)
 			fprintf(stderr, "# bytes at %p differ after a batch detach\n", (void *)s[k]->fn);
@@ -327,6 +485,7 @@ TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 
 	if (nworkers < 2)
 		nworkers = 2;
+	report_crashes();
 	sites[NSITES - 1].fn = (uint8_t *)(uintptr_t)t_mix;
 	for (size_t k = 0; k < NSITES; k++)
 		memcpy(pristine[k], sites[k].fn, FUNC_BYTES);
@@ -353,6 +512,7 @@ TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 	       "%lu EAGAIN, %" PRIu64 " hits, %" PRIu64 " checked calls\n",
 	       nworkers, i, now() - start, st.attaches, st.jump, st.trap, st.eagain, st.hits,
 	       calls);
+	report_wrongs();
 	for (int k = 0; k < 6; k++)
 		if (wrong_by[k])
 			fprintf(stderr, "# %s: %llu wrong results\n", fn_names[k],
@@ -384,6 +544,7 @@ TEST(attach_detach_storm_in_batches_keeps_results_right_and_counts_exact)
 	e2e_log_capture();
 	stop = 0;
 	wrong_results = calls = 0;
+	nwrong = 0;
 	for (int k = 0; k < nworkers; k++)
 		CHECK_EQ(pthread_create(&w[k], NULL, worker, (void *)(uintptr_t)(k + 1)), 0);
 	for (i = 0; i < cycles && now() < deadline; i++)
@@ -395,6 +556,7 @@ TEST(attach_detach_storm_in_batches_keeps_results_right_and_counts_exact)
 	       "%lu EAGAIN, %" PRIu64 " hits, %" PRIu64 " checked calls\n",
 	       nworkers, i, now() - start, st.attaches, st.jump, st.trap, st.eagain, st.hits,
 	       calls);
+	report_wrongs();
 	CHECK_EQ(wrong_results, 0);
 	CHECK_EQ(st.failures, 0);
 	CHECK_EQ(st.miscounts, 0);
