@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "unit/objdump_text.h"
 #include "a64_test.h"
 
 void a64_le(uint8_t *p, uint32_t w)
@@ -130,30 +131,9 @@ int a64_roundtrip(const uint32_t *src, size_t n, uint64_t src_pc, uint64_t dst_p
 /* "b\t401010 <.text.v3+0x10>  // b.any" -> "b\t0x401010" */
 void a64_gnu_text(const char *in, char *out, size_t cap)
 {
-	size_t n = 0;
-
-	for (const char *p = in; *p && n + 3 < cap; p++) {
-		const char *q = p;
-
-		if (strncmp(p, "  //", 4) == 0 || strncmp(p, " ; undefined", 12) == 0)
-			break;
-		while (*q && strchr("0123456789abcdef", *q))
-			q++;
-		if (q > p && strncmp(q, " <", 2) == 0 && (p == in || p[-1] == ' ' || p[-1] == '\t')) {
-			out[n++] = '0';
-			out[n++] = 'x';
-			while (p < q && n + 1 < cap)
-				out[n++] = *p++;
-			p = strchr(q, '>');
-			if (!p)
-				break;
-			continue;
-		}
-		out[n++] = *p;
-	}
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
-	out[n] = '\0';
+	static const char *const cut[] = {"  //", " ; undefined", NULL};
+	static const struct objdump_dialect a64 = {.cut = cut, .addr_after = " \t"};
+	objdump_text(&a64, in, out, cap);
 }
 
 #define AS      "aarch64-linux-gnu-as"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "unit/objdump_text.h"
 #include "rv_test.h"
 
 TEST(every_vector_formats_as_objdump_prints_it)
@@ -57,30 +58,9 @@ TEST(format_of_invalid_bytes_is_eilseq)
 /* "beq\ta0,a1,10040 <.text.v8+0x40>" -> "beq\ta0,a1,0x10040"; drops " # ..." */
 static void gnu_addresses(const char *in, char *out, size_t cap)
 {
-	size_t n = 0;
-
-	for (const char *p = in; *p && n + 3 < cap; p++) {
-		const char *q = p;
-
-		if (*p == ' ' && p[1] == '#')
-			break;
-		while (*q && strchr("0123456789abcdef", *q))
-			q++;
-		if (q > p && strncmp(q, " <", 2) == 0 && (p == in || strchr("\t ,", p[-1]))) {
-			out[n++] = '0';
-			out[n++] = 'x';
-			while (p < q && n + 1 < cap)
-				out[n++] = *p++;
-			p = strchr(q, '>');
-			if (!p)
-				break;
-			continue;
-		}
-		out[n++] = *p;
-	}
-	while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\t'))
-		n--;
-	out[n] = '\0';
+	static const char *const cut[] = {" #", NULL};
+	static const struct objdump_dialect rv = {.cut = cut, .addr_after = "\t ,"};
+	objdump_text(&rv, in, out, cap);
 }
 
 static bool write_vectors(const char *path)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "unit/objdump_text.h"
 #include "x86_test.h"
 
 TEST(every_vector_formats_as_objdump_prints_it)
@@ -56,28 +57,8 @@ TEST(format_of_invalid_bytes_is_eilseq)
 /* "jmp    401012 <.text.v3+0x12>" -> "jmp    0x401012" */
 static void gnu_addresses(const char *in, char *out, size_t cap)
 {
-	size_t n = 0;
-
-	for (const char *p = in; *p && n + 3 < cap; p++) {
-		const char *q = p;
-
-		while (strchr("0123456789abcdef", *q) && *q)
-			q++;
-		if (q > p && strncmp(q, " <", 2) == 0 && (p == in || p[-1] == ' ')) {
-			out[n++] = '0';
-			out[n++] = 'x';
-			while (p < q && n + 1 < cap)
-				out[n++] = *p++;
-			p = strchr(q, '>');
-			if (!p)
-				break;
-			continue;
-		}
-		out[n++] = *p;
-	}
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
-	out[n] = '\0';
+	static const struct objdump_dialect x86 = {.cut = NULL, .addr_after = " "};
+	objdump_text(&x86, in, out, cap);
 }
 
 static bool write_vectors(const char *path)
