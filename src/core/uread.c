@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -123,11 +124,17 @@ static bool user_range(uint64_t addr, size_t len)
 
 /* Without the guard, the kernel copies. It stops at the first unreadable
  * page, so dst holds the readable prefix, as on the fast path. Returns
- * the bytes read; errno is set when short. */
+ * the bytes read; errno is set when short. Raw system calls, not libc's
+ * wrappers: the patching code's stop handler reads stacks through here
+ * while breakpoints are in place, and with every libc function probed a
+ * wrapper may be one of them (a breakpoint there, with SIGTRAP blocked,
+ * kills the program: seen under ASan, whose SIGSEGV handler turns the
+ * guard off). */
 static size_t vm_read(void *dst, uint64_t addr, size_t len)
 {
 	struct iovec local = {dst, len}, remote = {(void *)addr, len};
-	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	long pid = np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	long n = np_host_syscall(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
 	if (n < 0)
 		return 0;
 	if ((size_t)n < len)
