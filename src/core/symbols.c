@@ -3,7 +3,19 @@
  * Function bounds for a code address, from the ELF symbol tables (.symtab,
  * else .dynsym) of the file mapped there, read with libelf and cached per
  * module. The engine needs them to decode the whole function around a site
- * (branch targets into displaced bytes) and to know where padding ends.
+ * (branch targets into displaced bytes), to know where padding ends, and
+ * whether the calling convention holds at the function's start (the
+ * free-register analysis, riscv64's jumps back from out-of-line copies).
+ *
+ * An ifunc's implementations often have no symbol at all: a stripped
+ * library exports the ifunc (memset), not what its resolver picks (glibc
+ * 2.43's riscv64 memset is an unnamed loop). The module's own
+ * R_<machine>_IRELATIVE relocations name the slots where the loader
+ * stored what the resolvers returned; code calls the implementation
+ * through them, as it would call the ifunc, so an address one of them
+ * holds is an entry reached by calls, and its FDE (fde.c) gives its
+ * bounds. An FDE alone proves no such thing: it may start a .cold part,
+ * entered by a jump with live registers.
  */
 #include "core/internal.h"
 #include "core/maps.h"
@@ -45,6 +57,8 @@ struct module {
 	uint32_t features; /* GNU_PROPERTY_<machine>_FEATURE_1_AND */
 	struct fsym *v;
 	size_t n;
+	uint64_t *islots; /* vaddrs of the IRELATIVE slots */
+	size_t nislots, cap_islots;
 	struct module *next;
 };
 
@@ -77,6 +91,45 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
 		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name),
 					     name && strstr(name, ".cold")};
+	}
+}
+
+/* The relocation type whose slot the loader fills with what an ifunc's
+ * resolver returns, for the file's machine; 0 for another machine. */
+static unsigned irelative_type(Elf *elf)
+{
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(elf, &eh))
+		return 0;
+	switch (eh.e_machine) {
+	case EM_X86_64:
+		return R_X86_64_IRELATIVE;
+	case EM_AARCH64:
+		return R_AARCH64_IRELATIVE;
+	case EM_RISCV:
+		return R_RISCV_IRELATIVE;
+	default:
+		return 0;
+	}
+}
+
+static void add_ifunc_slots(Elf_Scn *scn, GElf_Shdr *sh, unsigned type, struct module *m)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	for (size_t i = 0; data && type && i < count; i++) {
+		GElf_Rela r;
+		if (!gelf_getrela(data, (int)i, &r) || GELF_R_TYPE(r.r_info) != type)
+			continue;
+		if (m->nislots == m->cap_islots) {
+			size_t cap = m->cap_islots ? m->cap_islots * 2 : 16;
+			uint64_t *v = realloc(m->islots, cap * sizeof(*v));
+			if (!v)
+				return; /* fewer entries known: never a wrong one */
+			m->islots = v;
+			m->cap_islots = cap;
+		}
+		m->islots[m->nislots++] = r.r_offset;
 	}
 }
 
@@ -170,6 +223,8 @@ static struct module *load_module(const struct np_map *map)
 					add_symbols(elf, scn, &sh, m, &cap);
 					have_symtab |= pass == 0;
 				}
+				if (pass == 0 && sh.sh_type == SHT_RELA)
+					add_ifunc_slots(scn, &sh, irelative_type(elf), m);
 			}
 		}
 		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
@@ -194,6 +249,35 @@ static struct module *module_for(const struct np_map *map)
 	return load_module(map);
 }
 
+/* start is what one of m's IRELATIVE slots holds, read from this
+ * process's memory: an ifunc's implementation. Slots of other modules are
+ * not looked at: a resolver returns a function of its own module. */
+static bool ifunc_target(const struct module *m, uint64_t start)
+{
+	for (size_t i = 0; i < m->nislots; i++) {
+		uint64_t v;
+		if (np_code_read(m->bias + m->islots[i], &v, sizeof(v)) == 0 && v == start)
+			return true;
+	}
+	return false;
+}
+
+/* No symbol holds addr: the bounds of an ifunc's implementation around
+ * it, from its FDE, up to the limit the symbols already set. */
+static int ifunc_bounds(const struct module *m, uint64_t addr, struct np_func_bounds *out)
+{
+	struct np_fde_range fde;
+	if (!m->nislots || !np_fde_around(addr, &fde) || fde.start >= out->limit ||
+	    !ifunc_target(m, fde.start))
+		return -ENOENT;
+	if (fde.next > fde.start && fde.next < out->limit)
+		out->limit = fde.next;
+	out->start = fde.start;
+	out->end = fde.end < out->limit ? fde.end : out->limit;
+	out->known = out->called = addr < out->end;
+	return out->known ? 0 : -ENOENT;
+}
+
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 {
 	struct np_map map;
@@ -204,8 +288,10 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 	if (map.path[0] != '/')
 		return -ENOENT;
 	struct module *m = module_for(&map);
-	if (!m || m->n == 0)
+	if (!m)
 		return -ENOENT;
+	if (m->n == 0)
+		return ifunc_bounds(m, addr, out);
 	uint64_t rel = addr - m->bias;
 	size_t lo = 0, hi = m->n; /* first symbol starting after rel */
 	while (lo < hi) {
@@ -226,7 +312,7 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 			out->called = !m->v[i].cold;
 		}
 	}
-	return out->known ? 0 : -ENOENT;
+	return out->known ? 0 : ifunc_bounds(m, addr, out);
 }
 
 bool np_symbol_returns_twice(uint64_t addr)

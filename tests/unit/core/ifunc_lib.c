@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A library built stripped (-s), as Debian's libc is: its ifunc's
+ * implementations are static, so once stripped no symbol names them, and
+ * only the IRELATIVE slot the loader fills says which one is called.
+ */
+#include "ifunc_lib.h"
+
+static int add_one(int x)
+{
+	return x + 1;
+}
+
+static int add_two(int x) /* never picked: an FDE, no call through a slot */
+{
+	return x + 2;
+}
+
+static int (*pick_add(void))(int)
+{
+	return add_one;
+}
+
+/* static: called from within, so the link leaves an IRELATIVE slot */
+static int lib_add(int x) __attribute__((ifunc("pick_add")));
+
+int ifunc_lib_call(int x)
+{
+	return lib_add(x);
+}
+
+void *ifunc_lib_picked(void)
+{
+	return (void *)pick_add();
+}
+
+void *ifunc_lib_unpicked(void)
+{
+	return (void *)add_two;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef NP_TEST_IFUNC_LIB_H
+#define NP_TEST_IFUNC_LIB_H
+
+/* x + 1, through the library's own ifunc */
+int ifunc_lib_call(int x);
+/* the implementation the ifunc resolves to */
+void *ifunc_lib_picked(void);
+/* a function with unwind info that no slot holds */
+void *ifunc_lib_unpicked(void);
+
+#endif
