@@ -9,13 +9,15 @@
  *
  * An ifunc's implementations often have no symbol at all: a stripped
  * library exports the ifunc (memset), not what its resolver picks (glibc
- * 2.43's riscv64 memset is an unnamed loop). The module's own
- * R_<machine>_IRELATIVE relocations name the slots where the loader
- * stored what the resolvers returned; code calls the implementation
- * through them, as it would call the ifunc, so an address one of them
- * holds is an entry reached by calls, and its FDE (fde.c) gives its
- * bounds. An FDE alone proves no such thing: it may start a .cold part,
- * entered by a jump with live registers.
+ * 2.43's riscv64 memset is an unnamed loop). Slots the loader filled say
+ * which one is called: the module's own R_<machine>_IRELATIVE slots hold
+ * what its resolvers returned for its own calls, and another module's
+ * slot bound to the ifunc's name (GLOB_DAT, JUMP_SLOT, a 64-bit word)
+ * holds the same once bound. Code calls the implementation through them,
+ * as it would call the ifunc, so an address one of them holds is an entry
+ * reached by calls, and its FDE (fde.c) gives its bounds. An FDE alone
+ * proves no such thing: it may start a .cold part, entered by a jump with
+ * live registers.
  */
 #include "core/internal.h"
 #include "core/maps.h"
@@ -57,10 +59,35 @@ struct module {
 	uint32_t features; /* GNU_PROPERTY_<machine>_FEATURE_1_AND */
 	struct fsym *v;
 	size_t n;
+	bool exec;        /* ET_EXEC: may give others a PLT entry for a function */
 	uint64_t *islots; /* vaddrs of the IRELATIVE slots */
 	size_t nislots, cap_islots;
+	struct bound *bound; /* slots bound to a symbol defined elsewhere */
+	size_t nbound, cap_bound;
+	char **ifuncs; /* the ifuncs it defines, by name */
+	size_t nifuncs, cap_ifuncs;
 	struct module *next;
 };
+
+struct bound {
+	uint64_t slot; /* vaddr */
+	char *name;
+};
+
+/* Room for one more element in *v (n used of *cap); false when out of
+ * memory, which only costs knowledge. */
+static bool grow(void *v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*(void **)v, c * size);
+	if (!nv)
+		return false;
+	*(void **)v = nv;
+	*cap = c;
+	return true;
+}
 
 static struct module *modules;
 
@@ -91,45 +118,80 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
 		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name),
 					     name && strstr(name, ".cold")};
+		char *copy = type == STT_GNU_IFUNC && name ? strdup(name) : NULL;
+		if (copy && grow(&m->ifuncs, &m->cap_ifuncs, m->nifuncs, sizeof(char *)))
+			m->ifuncs[m->nifuncs++] = copy;
+		else
+			free(copy);
 	}
 }
 
-/* The relocation type whose slot the loader fills with what an ifunc's
- * resolver returns, for the file's machine; 0 for another machine. */
-static unsigned irelative_type(Elf *elf)
+/* The relocations that fill a slot with a function's address, for the
+ * file's machine: IRELATIVE (what the module's own ifunc resolver
+ * returned), and those bound to a symbol: GLOB_DAT, JUMP_SLOT and the
+ * 64-bit absolute word (riscv's GOT uses that). */
+struct reloc_types {
+	unsigned irelative, glob_dat, jump_slot, abs64;
+};
+
+static bool reloc_types(Elf *elf, struct reloc_types *t)
 {
 	GElf_Ehdr eh;
 	if (!gelf_getehdr(elf, &eh))
-		return 0;
+		return false;
 	switch (eh.e_machine) {
 	case EM_X86_64:
-		return R_X86_64_IRELATIVE;
+		*t = (struct reloc_types){R_X86_64_IRELATIVE, R_X86_64_GLOB_DAT,
+					  R_X86_64_JUMP_SLOT, R_X86_64_64};
+		return true;
 	case EM_AARCH64:
-		return R_AARCH64_IRELATIVE;
-	case EM_RISCV:
-		return R_RISCV_IRELATIVE;
+		*t = (struct reloc_types){R_AARCH64_IRELATIVE, R_AARCH64_GLOB_DAT,
+					  R_AARCH64_JUMP_SLOT, R_AARCH64_ABS64};
+		return true;
+	case EM_RISCV: /* no GLOB_DAT: a GOT slot is a 64-bit word */
+		*t = (struct reloc_types){R_RISCV_IRELATIVE, R_RISCV_64, R_RISCV_JUMP_SLOT,
+					  R_RISCV_64};
+		return true;
 	default:
-		return 0;
+		return false;
 	}
 }
 
-static void add_ifunc_slots(Elf_Scn *scn, GElf_Shdr *sh, unsigned type, struct module *m)
+/* A slot bound to a symbol this module does not define: what the loader
+ * found for it elsewhere. */
+static void add_bound_slot(Elf *elf, const GElf_Shdr *sh, const GElf_Rela *r, struct module *m)
 {
+	Elf_Scn *symscn = elf_getscn(elf, sh->sh_link);
+	Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+	GElf_Shdr symsh;
+	GElf_Sym s;
+	if (!syms || !gelf_getshdr(symscn, &symsh) || GELF_R_SYM(r->r_info) == 0 ||
+	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &s) || s.st_shndx != SHN_UNDEF)
+		return;
+	const char *name = elf_strptr(elf, symsh.sh_link, s.st_name);
+	char *copy = name && *name ? strdup(name) : NULL;
+	if (copy && grow(&m->bound, &m->cap_bound, m->nbound, sizeof(*m->bound)))
+		m->bound[m->nbound++] = (struct bound){r->r_offset, copy};
+	else
+		free(copy);
+}
+
+static void add_slots(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m)
+{
+	struct reloc_types t;
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
-	for (size_t i = 0; data && type && i < count; i++) {
+	for (size_t i = 0; data && i < count && reloc_types(elf, &t); i++) {
 		GElf_Rela r;
-		if (!gelf_getrela(data, (int)i, &r) || GELF_R_TYPE(r.r_info) != type)
+		if (!gelf_getrela(data, (int)i, &r))
 			continue;
-		if (m->nislots == m->cap_islots) {
-			size_t cap = m->cap_islots ? m->cap_islots * 2 : 16;
-			uint64_t *v = realloc(m->islots, cap * sizeof(*v));
-			if (!v)
-				return; /* fewer entries known: never a wrong one */
-			m->islots = v;
-			m->cap_islots = cap;
-		}
-		m->islots[m->nislots++] = r.r_offset;
+		unsigned type = GELF_R_TYPE(r.r_info);
+		if (type == t.irelative &&
+		    grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
+			m->islots[m->nislots++] = r.r_offset;
+		else if ((type == t.glob_dat || type == t.jump_slot || type == t.abs64) &&
+			 r.r_addend == 0)
+			add_bound_slot(elf, sh, &r, m);
 	}
 }
 
@@ -210,6 +272,8 @@ static struct module *load_module(const struct np_map *map)
 		snprintf(m->path, sizeof(m->path), "%s", map->path);
 		m->bias = map->start - map->offset - first_load_vaddr(elf);
 		m->features = gnu_features(elf);
+		GElf_Ehdr eh;
+		m->exec = gelf_getehdr(elf, &eh) && eh.e_type == ET_EXEC;
 		bool have_symtab = false;
 		for (int pass = 0; pass < 2; pass++) {
 			Elf_Scn *scn = NULL;
@@ -224,7 +288,7 @@ static struct module *load_module(const struct np_map *map)
 					have_symtab |= pass == 0;
 				}
 				if (pass == 0 && sh.sh_type == SHT_RELA)
-					add_ifunc_slots(scn, &sh, irelative_type(elf), m);
+					add_slots(elf, scn, &sh, m);
 			}
 		}
 		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
@@ -249,15 +313,47 @@ static struct module *module_for(const struct np_map *map)
 	return load_module(map);
 }
 
-/* start is what one of m's IRELATIVE slots holds, read from this
- * process's memory: an ifunc's implementation. Slots of other modules are
- * not looked at: a resolver returns a function of its own module. */
-static bool ifunc_target(const struct module *m, uint64_t start)
+static bool slot_holds(uint64_t slot, uint64_t start)
 {
-	for (size_t i = 0; i < m->nislots; i++) {
-		uint64_t v;
-		if (np_code_read(m->bias + m->islots[i], &v, sizeof(v)) == 0 && v == start)
+	uint64_t v;
+	return np_code_read(slot, &v, sizeof(v)) == 0 && v == start;
+}
+
+/* start is what one of m's IRELATIVE slots holds, read from this
+ * process's memory: what m's own resolver picked for m's calls. */
+static bool irelative_target(const struct module *m, uint64_t start)
+{
+	for (size_t i = 0; i < m->nislots; i++)
+		if (slot_holds(m->bias + m->islots[i], start))
 			return true;
+	return false;
+}
+
+static bool defines_ifunc(const struct module *m, const char *name)
+{
+	for (size_t i = 0; i < m->nifuncs; i++)
+		if (!strcmp(m->ifuncs[i], name))
+			return true;
+	return false;
+}
+
+/* start is what a slot of another module bound to one of m's ifuncs
+ * holds (a program's GOT entry for memset): once bound, what the resolver
+ * returned; before (a lazy JUMP_SLOT), an address in that module's own
+ * PLT, never start. m must not be a non-PIE executable: that one gives
+ * the others a PLT entry of its own for the address of its function. */
+static bool bound_target(const struct module *m, uint64_t start)
+{
+	const struct np_maps *maps = m->exec || !m->nifuncs ? NULL : np_maps_cached();
+	for (int i = 0; maps && i < maps->n; i++) {
+		const struct np_map *map = &maps->v[i];
+		if (map->path[0] != '/' || map->offset != 0 || !strcmp(map->path, m->path))
+			continue;
+		const struct module *o = module_for(map);
+		for (size_t k = 0; o && k < o->nbound; k++)
+			if (slot_holds(o->bias + o->bound[k].slot, start) &&
+			    defines_ifunc(m, o->bound[k].name))
+				return true;
 	}
 	return false;
 }
@@ -267,8 +363,9 @@ static bool ifunc_target(const struct module *m, uint64_t start)
 static int ifunc_bounds(const struct module *m, uint64_t addr, struct np_func_bounds *out)
 {
 	struct np_fde_range fde;
-	if (!m->nislots || !np_fde_around(addr, &fde) || fde.start >= out->limit ||
-	    !ifunc_target(m, fde.start))
+	if ((!m->nislots && !m->nifuncs) || !np_fde_around(addr, &fde) ||
+	    fde.start >= out->limit ||
+	    !(irelative_target(m, fde.start) || bound_target(m, fde.start)))
 		return -ENOENT;
 	if (fde.next > fde.start && fde.next < out->limit)
 		out->limit = fde.next;

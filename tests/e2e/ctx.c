@@ -260,6 +260,43 @@ TEST(trap_probes_on_libc_memset_memcpy_and_memmove_count_every_call)
 	}
 }
 
+static void count_ret_buf(struct np_ctx *ctx, void *data)
+{
+	struct libc_hits *h = data;
+	if (np_ctx_retval(ctx) == (uint64_t)(uintptr_t)h->buf)
+		h->hits++;
+}
+
+/* A return probe must sit at a function entry. What libc's ifuncs picked
+ * has no symbol: libc's IRELATIVE slots (riscv64's memset and memcpy,
+ * x86-64's) or this program's GOT slots bound to memset, memcpy and
+ * memmove (arm64's glibc 2.36 has no IRELATIVE slot for them) say it is
+ * one. The return value is the destination. */
+TEST(return_probes_on_what_libcs_ifuncs_picked_see_every_return)
+{
+	static const char *const names[] = {"memset", "memcpy", "memmove"};
+	static unsigned char buf[4096], src[4096];
+	e2e_log_capture();
+	for (unsigned n = 0; n < 3; n++) {
+		void *fn = dlsym(RTLD_DEFAULT, names[n]);
+		struct libc_hits h = {.buf = buf};
+		const struct mode aut = {NP_STRATEGY_AUTO, 0};
+		struct np_probe *p = fn ? attach(fn, NULL, count_ret_buf, &h, &aut) : NULL;
+		CHECK(p);
+		void *(*volatile set)(void *, int, size_t) = memset;
+		void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;
+		for (unsigned i = 0; i < 100; i++) {
+			if (n == 0)
+				set(buf, (int)i, 1 + i * 40);
+			else
+				copy(buf, src, 1 + i * 40);
+		}
+		CHECK_EQ(h.hits, p ? 100 : 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
 /* An ifunc's implementation no symbol names (the library is stripped, as
  * Debian's libc is): only the IRELATIVE slot the loader filled says it is
  * a function entry, which a return probe needs (refused before, on every

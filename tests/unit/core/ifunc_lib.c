@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A library built stripped (-s), as Debian's libc is: its ifunc's
- * implementations are static, so once stripped no symbol names them, and
- * only the IRELATIVE slot the loader fills says which one is called.
+ * A library built stripped (-s), as Debian's libc is: its ifuncs'
+ * implementations are static, so once stripped no symbol names them. Only
+ * the slots the loader fills say which one is called: the library's own
+ * IRELATIVE slot for lib_add, the program's GOT slot bound to the
+ * exported ifunc_lib_sub.
  */
 #include "ifunc_lib.h"
 
@@ -23,6 +25,24 @@ static int (*pick_add(void))(int)
 
 /* static: called from within, so the link leaves an IRELATIVE slot */
 static int lib_add(int x) __attribute__((ifunc("pick_add")));
+
+static int sub_one(int x)
+{
+	return x - 1;
+}
+
+static int (*pick_sub(void))(int)
+{
+	return sub_one;
+}
+
+/* exported, never called from within: no IRELATIVE slot here */
+int ifunc_lib_sub(int x) __attribute__((ifunc("pick_sub")));
+
+void *ifunc_lib_sub_picked(void)
+{
+	return (void *)pick_sub();
+}
 
 int ifunc_lib_call(int x)
 {

@@ -6,6 +6,10 @@
 int ifunc_lib_call(int x);
 /* the implementation the ifunc resolves to */
 void *ifunc_lib_picked(void);
+/* x - 1: an ifunc the program binds to (GOT, PLT) */
+int ifunc_lib_sub(int x);
+/* its implementation */
+void *ifunc_lib_sub_picked(void);
 /* a function with unwind info that no slot holds */
 void *ifunc_lib_unpicked(void);
 

@@ -42,6 +42,22 @@ TEST(the_implementation_an_irelative_slot_holds_is_a_called_entry)
 	CHECK(np_entry_find(impl, 0, 0, &e));
 }
 
+/* The program's own slot, bound to the library's exported ifunc: after a
+ * first call (a lazy JUMP_SLOT is bound then), and its address taken
+ * (GLOB_DAT, or riscv's 64-bit word). */
+TEST(the_implementation_a_programs_slot_is_bound_to_is_a_called_entry)
+{
+	setup();
+	int (*volatile sub)(int) = ifunc_lib_sub;
+	CHECK_EQ(ifunc_lib_sub(43), 42);
+	CHECK_EQ(sub(1), 0);
+	uint64_t impl = addr_of(ifunc_lib_sub_picked());
+	struct np_func_bounds fb;
+	CHECK_EQ(np_symbol_bounds(impl, &fb), 0);
+	CHECK(fb.known && fb.called && fb.start == impl);
+	CHECK(fb.end > impl && fb.end - impl <= 64);
+}
+
 TEST(the_fde_range_is_the_functions)
 {
 	setup();
