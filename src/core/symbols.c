@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <link.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,37 @@ static bool defines_ifunc(const struct module *m, const char *name)
 	return false;
 }
 
+/* Where the first PT_LOAD of every module the dynamic linker loaded lies
+ * (not every mapped file: opening a device to read it as ELF may do
+ * things). Collected first, read after: the callback runs under the
+ * loader's lock. */
+struct loads {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct loads *l = cookie;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v)))
+				l->v[l->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			break;
+		}
+	return 0;
+}
+
+static bool bound_in(const struct module *o, const struct module *m, uint64_t start)
+{
+	for (size_t k = 0; k < o->nbound; k++)
+		if (slot_holds(o->bias + o->bound[k].slot, start) &&
+		    defines_ifunc(m, o->bound[k].name))
+			return true;
+	return false;
+}
+
 /* start is what a slot of another module bound to one of m's ifuncs
  * holds (a program's GOT entry for memset): once bound, what the resolver
  * returned; before (a lazy JUMP_SLOT), an address in that module's own
@@ -344,18 +376,21 @@ static bool defines_ifunc(const struct module *m, const char *name)
  * the others a PLT entry of its own for the address of its function. */
 static bool bound_target(const struct module *m, uint64_t start)
 {
-	const struct np_maps *maps = m->exec || !m->nifuncs ? NULL : np_maps_cached();
-	for (int i = 0; maps && i < maps->n; i++) {
-		const struct np_map *map = &maps->v[i];
-		if (map->path[0] != '/' || map->offset != 0 || !strcmp(map->path, m->path))
+	struct loads l = {0};
+	bool found = false;
+	if (m->exec || !m->nifuncs)
+		return false;
+	dl_iterate_phdr(note_module, &l);
+	for (size_t i = 0; i < l.n && !found; i++) {
+		struct np_map map;
+		if (np_maps_lookup_cached(l.v[i], &map) || map.path[0] != '/' ||
+		    !strcmp(map.path, m->path))
 			continue;
-		const struct module *o = module_for(map);
-		for (size_t k = 0; o && k < o->nbound; k++)
-			if (slot_holds(o->bias + o->bound[k].slot, start) &&
-			    defines_ifunc(m, o->bound[k].name))
-				return true;
+		const struct module *o = module_for(&map);
+		found = o && bound_in(o, m, start);
 	}
-	return false;
+	free(l.v);
+	return found;
 }
 
 /* No symbol holds addr: the bounds of an ifunc's implementation around
