@@ -226,45 +226,56 @@ static void count_on_buf(struct np_ctx *ctx, void *data)
 		h->hits++;
 }
 
-TEST(trap_probes_on_libc_memset_memcpy_and_memmove_count_every_call)
-{
-	static const char *const names[] = {"memset", "memcpy", "memmove"};
-	static unsigned char buf[4096], src[4096];
-	e2e_log_capture();
-	for (unsigned n = 0; n < 3; n++) {
-		/* the implementation the program reaches: dlsym resolves the ifunc */
-		void *fn = dlsym(RTLD_DEFAULT, names[n]);
-		CHECK(fn);
-		if (!fn)
-			continue;
-		struct libc_hits h = {.buf = buf};
-		const struct mode trap = {NP_STRATEGY_TRAP, 0};
-		struct np_probe *p = attach(fn, count_on_buf, NULL, &h, &trap);
-		CHECK(p);
-		void *(*volatile set)(void *, int, size_t) = memset;
-		void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;
-		for (unsigned i = 0; i < 100; i++) {
-			if (n == 0)
-				set(buf, (int)i, 1 + i * 40);
-			else
-				copy(buf, src, 1 + i * 40);
-		}
-		CHECK_EQ(buf[0], n == 0 ? 99 : 0);
-		CHECK_EQ(h.hits, p ? 100 : 0);
-		if (!p) {
-			printf("# %s: TRAP refused: %s\n", names[n], e2e_log_state.last);
-			continue;
-		}
-		CHECK_EQ(np_probe_missed(p), 0);
-		CHECK_EQ(e2e_detach_free(p), 0);
-	}
-}
-
 static void count_ret_buf(struct np_ctx *ctx, void *data)
 {
 	struct libc_hits *h = data;
 	if (np_ctx_retval(ctx) == (uint64_t)(uintptr_t)h->buf)
 		h->hits++;
+}
+
+static const char *const libc_names[] = {"memset", "memcpy", "memmove"};
+static unsigned char libc_buf[4096], libc_src[4096];
+
+/* 100 calls of libc_names[n] on libc_buf, through pointers the compiler
+ * cannot see through (it would inline the calls) */
+static void call_libc_100(unsigned n)
+{
+	void *(*volatile set)(void *, int, size_t) = memset;
+	void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;
+	for (unsigned i = 0; i < 100; i++) {
+		if (n == 0)
+			set(libc_buf, (int)i, 1 + i * 40);
+		else
+			copy(libc_buf, libc_src, 1 + i * 40);
+	}
+}
+
+/* A probe on what libc_names[n] resolves to (dlsym runs the ifunc's
+ * resolver) must count each of the 100 calls on libc_buf. */
+static void probe_libc_100(unsigned n, np_handler_fn entry, np_handler_fn ret,
+			   const struct mode *m)
+{
+	void *fn = dlsym(RTLD_DEFAULT, libc_names[n]);
+	struct libc_hits h = {.buf = libc_buf};
+	struct np_probe *p = fn ? attach(fn, entry, ret, &h, m) : NULL;
+	CHECK(fn && p);
+	call_libc_100(n);
+	CHECK_EQ(libc_buf[0], n == 0 ? 99 : 0);
+	CHECK_EQ(h.hits, p ? 100 : 0);
+	if (!p) {
+		printf("# %s: refused: %s\n", libc_names[n], e2e_log_state.last);
+		return;
+	}
+	CHECK_EQ(np_probe_missed(p), 0);
+	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+TEST(trap_probes_on_libc_memset_memcpy_and_memmove_count_every_call)
+{
+	const struct mode trap = {NP_STRATEGY_TRAP, 0};
+	e2e_log_capture();
+	for (unsigned n = 0; n < 3; n++)
+		probe_libc_100(n, count_on_buf, NULL, &trap);
 }
 
 /* A return probe must sit at a function entry. What libc's ifuncs picked
@@ -274,27 +285,10 @@ static void count_ret_buf(struct np_ctx *ctx, void *data)
  * one. The return value is the destination. */
 TEST(return_probes_on_what_libcs_ifuncs_picked_see_every_return)
 {
-	static const char *const names[] = {"memset", "memcpy", "memmove"};
-	static unsigned char buf[4096], src[4096];
+	const struct mode aut = {NP_STRATEGY_AUTO, 0};
 	e2e_log_capture();
-	for (unsigned n = 0; n < 3; n++) {
-		void *fn = dlsym(RTLD_DEFAULT, names[n]);
-		struct libc_hits h = {.buf = buf};
-		const struct mode aut = {NP_STRATEGY_AUTO, 0};
-		struct np_probe *p = fn ? attach(fn, NULL, count_ret_buf, &h, &aut) : NULL;
-		CHECK(p);
-		void *(*volatile set)(void *, int, size_t) = memset;
-		void *(*volatile copy)(void *, const void *, size_t) = n == 1 ? memcpy : memmove;
-		for (unsigned i = 0; i < 100; i++) {
-			if (n == 0)
-				set(buf, (int)i, 1 + i * 40);
-			else
-				copy(buf, src, 1 + i * 40);
-		}
-		CHECK_EQ(h.hits, p ? 100 : 0);
-		if (p)
-			CHECK_EQ(e2e_detach_free(p), 0);
-	}
+	for (unsigned n = 0; n < 3; n++)
+		probe_libc_100(n, NULL, count_ret_buf, &aut);
 }
 
 /* An ifunc's implementation no symbol names (the library is stripped, as
