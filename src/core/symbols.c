@@ -394,20 +394,22 @@ static bool bound_target(const struct module *m, uint64_t start)
 }
 
 /* No symbol holds addr: the bounds of an ifunc's implementation around
- * it, from its FDE, up to the limit the symbols already set. */
-static int ifunc_bounds(const struct module *m, uint64_t addr, struct np_func_bounds *out)
+ * it, from its FDE, up to the limit the symbols set. floor is the start of
+ * the last symbol before addr: an FDE starting before it is not taken. */
+static int ifunc_bounds(const struct module *m, uint64_t addr, uint64_t floor,
+			struct np_func_bounds *out)
 {
 	struct np_fde_range fde;
-	if ((!m->nislots && !m->nifuncs) || !np_fde_around(addr, &fde) ||
+	if ((!m->nislots && !m->nifuncs) || !np_fde_around(addr, &fde) || fde.start < floor ||
 	    fde.start >= out->limit ||
 	    !(irelative_target(m, fde.start) || bound_target(m, fde.start)))
 		return -ENOENT;
-	if (fde.next > fde.start && fde.next < out->limit)
-		out->limit = fde.next;
-	out->start = fde.start;
-	out->end = fde.end < out->limit ? fde.end : out->limit;
-	out->known = out->called = addr < out->end;
-	return out->known ? 0 : -ENOENT;
+	uint64_t limit = fde.next > fde.start && fde.next < out->limit ? fde.next : out->limit;
+	uint64_t end = fde.end < limit ? fde.end : limit;
+	if (addr >= end)
+		return -ENOENT;
+	*out = (struct np_func_bounds){fde.start, end, limit, true, true};
+	return 0;
 }
 
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
@@ -423,7 +425,7 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 	if (!m)
 		return -ENOENT;
 	if (m->n == 0)
-		return ifunc_bounds(m, addr, out);
+		return ifunc_bounds(m, addr, 0, out);
 	uint64_t rel = addr - m->bias;
 	size_t lo = 0, hi = m->n; /* first symbol starting after rel */
 	while (lo < hi) {
@@ -444,7 +446,7 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 			out->called = !m->v[i].cold;
 		}
 	}
-	return out->known ? 0 : ifunc_bounds(m, addr, out);
+	return out->known ? 0 : ifunc_bounds(m, addr, lo ? m->v[lo - 1].start + m->bias : 0, out);
 }
 
 bool np_symbol_returns_twice(uint64_t addr)
