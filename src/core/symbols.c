@@ -393,9 +393,27 @@ static bool bound_target(const struct module *m, uint64_t start)
 	return found;
 }
 
+static void note_target(void *cookie, uint64_t target)
+{
+	(void)target;
+	*(bool *)cookie = true;
+}
+
+/* A direct branch from another function lands strictly inside [start,
+ * end), as hand-written string functions jump into each other's loops:
+ * a register the convention calls dead at the entry may be live there. */
+static bool branched_into(uint64_t start, uint64_t end)
+{
+	bool hit = false;
+	np_neighbor_targets(start, end - start, note_target, &hit);
+	return hit;
+}
+
 /* No symbol holds addr: the bounds of an ifunc's implementation around
  * it, from its FDE, up to the limit the symbols set. floor is the start of
- * the last symbol before addr: an FDE starting before it is not taken. */
+ * the last symbol before addr: an FDE starting before it is not taken.
+ * The calling convention is trusted at its entry unless code elsewhere
+ * jumps into it. */
 static int ifunc_bounds(const struct module *m, uint64_t addr, uint64_t floor,
 			struct np_func_bounds *out)
 {
@@ -408,7 +426,8 @@ static int ifunc_bounds(const struct module *m, uint64_t addr, uint64_t floor,
 	uint64_t end = fde.end < limit ? fde.end : limit;
 	if (addr >= end)
 		return -ENOENT;
-	*out = (struct np_func_bounds){fde.start, end, limit, true, true};
+	*out = (struct np_func_bounds){fde.start, end, limit, true,
+				       !branched_into(fde.start, end)};
 	return 0;
 }
 

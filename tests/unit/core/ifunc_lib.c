@@ -44,6 +44,55 @@ void *ifunc_lib_sub_picked(void)
 	return (void *)pick_sub();
 }
 
+/* x + 3, an implementation that another function jumps into past its
+ * entry, as hand-written string functions do: hidden, so that -s leaves
+ * no symbol for it or for the jumper. */
+#if defined(__x86_64__)
+#define ADD3 "lea 3(%rdi), %eax"
+#define RET "ret"
+#define JUMP "jmp"
+#elif defined(__aarch64__)
+#define ADD3 "add w0, w0, #3"
+#define RET "ret"
+#define JUMP "b"
+#elif defined(__riscv)
+#define ADD3 "addiw a0, a0, 3"
+#define RET "ret"
+#define JUMP "j"
+#endif
+__asm__(".text\n"
+	".globl ifunc_lib_add3_impl\n"
+	".hidden ifunc_lib_add3_impl\n"
+	".type ifunc_lib_add3_impl, %function\n"
+	"ifunc_lib_add3_impl:\n"
+	".cfi_startproc\n"
+	ADD3 "\n"
+	"1: " RET "\n"
+	".cfi_endproc\n"
+	".type ifunc_lib_jumper, %function\n"
+	"ifunc_lib_jumper:\n" /* local: never called, only jumps */
+	".cfi_startproc\n"
+	JUMP " 1b\n"
+	".cfi_endproc\n");
+int ifunc_lib_add3_impl(int x) __attribute__((visibility("hidden")));
+
+static int (*pick_add3(void))(int)
+{
+	return ifunc_lib_add3_impl;
+}
+
+static int lib_add3(int x) __attribute__((ifunc("pick_add3")));
+
+int ifunc_lib_call3(int x)
+{
+	return lib_add3(x);
+}
+
+void *ifunc_lib_add3_picked(void)
+{
+	return (void *)pick_add3();
+}
+
 int ifunc_lib_call(int x)
 {
 	return lib_add(x);

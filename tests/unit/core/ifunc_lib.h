@@ -10,6 +10,10 @@ void *ifunc_lib_picked(void);
 int ifunc_lib_sub(int x);
 /* its implementation */
 void *ifunc_lib_sub_picked(void);
+/* x + 3, through an ifunc whose implementation another function jumps
+ * into past its entry */
+int ifunc_lib_call3(int x);
+void *ifunc_lib_add3_picked(void);
 /* a function with unwind info that no slot holds */
 void *ifunc_lib_unpicked(void);
 

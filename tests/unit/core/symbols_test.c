@@ -58,6 +58,22 @@ TEST(the_implementation_a_programs_slot_is_bound_to_is_a_called_entry)
 	CHECK(fb.end > impl && fb.end - impl <= 64);
 }
 
+/* Code elsewhere jumps into it past its entry, with registers of its
+ * own: its bounds and entry are known, the calling convention is not
+ * trusted there (no register is free by the convention alone). */
+TEST(an_implementation_another_function_jumps_into_is_not_trusted_with_the_convention)
+{
+	setup();
+	CHECK_EQ(ifunc_lib_call3(39), 42);
+	uint64_t impl = addr_of(ifunc_lib_add3_picked());
+	struct np_func_bounds fb;
+	CHECK_EQ(np_symbol_bounds(impl, &fb), 0);
+	CHECK(fb.known && fb.start == impl && fb.end > impl);
+	CHECK(!fb.called);
+	struct np_entry e;
+	CHECK(np_entry_find(impl, 0, 0, &e));
+}
+
 TEST(the_fde_range_is_the_functions)
 {
 	setup();
