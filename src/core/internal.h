@@ -303,6 +303,22 @@ uint32_t np_module_features(uint64_t addr);
 #define NP_NEIGHBOR_SPAN 32
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie);
+/* The .eh_frame_hdr search table of the module mapped at addr (fde.c):
+ * false when it has none that can be read. */
+struct np_fde_table {
+	const int32_t *e;        /* pairs: FDE start, FDE; relative to base */
+	uint64_t base;           /* runtime address of .eh_frame_hdr */
+	uint32_t n;
+	unsigned long long subs; /* modules unloaded so far (dl_phdr_info) */
+};
+bool np_fde_table(uint64_t addr, struct np_fde_table *t);
+uint64_t np_fde_table_start(const struct np_fde_table *t, uint32_t i);
+/* The FDE whose range holds addr: [start, end), and where the next FDE
+ * starts (0: none). Says nothing of how its code is entered. */
+struct np_fde_range {
+	uint64_t start, end, next;
+};
+bool np_fde_around(uint64_t addr, struct np_fde_range *out);
 
 /* Executable memory near code, never writable through its own mapping. */
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);

@@ -8,78 +8,18 @@
  * instruction of __memmove_avx512_unaligned_erms. A patch displacing that
  * instruction would send the jump into the middle of our jmp. So the
  * functions near the site are decoded too, found through the module's
- * .eh_frame_hdr search table (every function with unwind info, named or
- * not, stripped or not), and their direct branches that land just after
- * the site count as targets of the probed function.
- *
- * Only the common encoding of the table is read (what GNU ld and lld
- * write); anything else means no neighbour scan, as before.
+ * .eh_frame_hdr search table (fde.c: every function with unwind info,
+ * named or not, stripped or not), and their direct branches that land
+ * just after the site count as targets of the probed function. A table
+ * fde.c cannot read means no neighbour scan.
  */
 #include "core/internal.h"
 #include "core/plan.h" /* np_read_original */
 
-#include <link.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_FUNCTION 65536 /* bytes decoded of one function at most */
-
-#define DW_EH_PE_udata4 0x03
-#define DW_EH_PE_sdata4 0x0b
-#define DW_EH_PE_pcrel 0x10
-#define DW_EH_PE_datarel 0x30
-
-struct hdr_lookup {
-	uint64_t addr;
-	uint64_t hdr; /* runtime address of .eh_frame_hdr, 0 if none */
-	unsigned long long adds, subs; /* modules loaded and unloaded so far */
-};
-
-static int find_hdr(struct dl_phdr_info *info, size_t size, void *cookie)
-{
-	struct hdr_lookup *l = cookie;
-	bool mine = false;
-	uint64_t hdr = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && l->addr >= lo && l->addr < lo + ph->p_memsz)
-			mine = true;
-		if (ph->p_type == PT_GNU_EH_FRAME)
-			hdr = lo;
-	}
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-		l->adds = info->dlpi_adds;
-		l->subs = info->dlpi_subs;
-	}
-	if (mine)
-		l->hdr = hdr;
-	return mine;
-}
-
-struct fde_table {
-	const int32_t *e; /* pairs: initial location, FDE; relative to base */
-	uint64_t base;
-	uint32_t n;
-};
-
-static bool read_table(uint64_t hdr, struct fde_table *t)
-{
-	const uint8_t *h = (const uint8_t *)(uintptr_t)hdr;
-	if (h[0] != 1 || h[1] != (DW_EH_PE_pcrel | DW_EH_PE_sdata4) ||
-	    h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
-		return false;
-	memcpy(&t->n, h + 8, sizeof(t->n));
-	t->e = (const int32_t *)(h + 12);
-	t->base = hdr;
-	return true;
-}
-
-static uint64_t entry_start(const struct fde_table *t, uint32_t i)
-{
-	return t->base + (uint64_t)(int64_t)t->e[2 * i];
-}
 
 /* --- the cache ------------------------------------------------------------
  * Every function of a module is decoded once, at the first attach in it,
@@ -211,31 +151,29 @@ static bool module_scanned(uint64_t hdr)
 
 /* Decode every function of the module once: a branch may come from
  * anywhere in it (a hot function and its .cold part are far apart). */
-static void scan_module(uint64_t hdr, const struct fde_table *t)
+static void scan_module(const struct np_fde_table *t)
 {
 	size_t targets_before = cache.ntargets;
 	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t start = entry_start(t, i);
-		uint64_t end = i + 1 < t->n ? entry_start(t, i + 1) : start + 64;
+		uint64_t start = np_fde_table_start(t, i);
+		uint64_t end = i + 1 < t->n ? np_fde_table_start(t, i + 1) : start + 64;
 		if (end > start)
 			scan(start, end);
 	}
 	sort_tail(cache.targets, cache.ntargets, targets_before);
 	cache.ntargets = dedupe(cache.targets, cache.ntargets);
-	push(&cache.modules, &cache.nmodules, &cache.cap_m, hdr);
+	push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base);
 }
 
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie)
 {
-	struct hdr_lookup l = {addr, 0, 0, 0};
-	struct fde_table t;
-	dl_iterate_phdr(find_hdr, &l);
-	if (!l.hdr || !read_table(l.hdr, &t) || t.n == 0)
+	struct np_fde_table t;
+	if (!np_fde_table(addr, &t) || t.n == 0)
 		return;
-	cache_reset_if_stale(l.subs);
-	if (!module_scanned(l.hdr))
-		scan_module(l.hdr, &t);
+	cache_reset_if_stale(t.subs);
+	if (!module_scanned(t.base))
+		scan_module(&t);
 	for (size_t k = lower_bound(cache.targets, cache.ntargets, addr + 1);
 	     k < cache.ntargets && cache.targets[k] < addr + span; k++)
 		add(cookie, cache.targets[k]);

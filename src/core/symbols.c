@@ -3,7 +3,21 @@
  * Function bounds for a code address, from the ELF symbol tables (.symtab,
  * else .dynsym) of the file mapped there, read with libelf and cached per
  * module. The engine needs them to decode the whole function around a site
- * (branch targets into displaced bytes) and to know where padding ends.
+ * (branch targets into displaced bytes), to know where padding ends, and
+ * whether the calling convention holds at the function's start (the
+ * free-register analysis, riscv64's jumps back from out-of-line copies).
+ *
+ * An ifunc's implementations often have no symbol at all: a stripped
+ * library exports the ifunc (memset), not what its resolver picks (glibc
+ * 2.43's riscv64 memset is an unnamed loop). Slots the loader filled say
+ * which one is called: the module's own R_<machine>_IRELATIVE slots hold
+ * what its resolvers returned for its own calls, and another module's
+ * slot bound to the ifunc's name (GLOB_DAT, JUMP_SLOT, a 64-bit word)
+ * holds the same once bound. Code calls the implementation through them,
+ * as it would call the ifunc, so an address one of them holds is an entry
+ * reached by calls, and its FDE (fde.c) gives its bounds. An FDE alone
+ * proves no such thing: it may start a .cold part, entered by a jump with
+ * live registers.
  */
 #include "core/internal.h"
 #include "core/maps.h"
@@ -12,6 +26,7 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <link.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +60,35 @@ struct module {
 	uint32_t features; /* GNU_PROPERTY_<machine>_FEATURE_1_AND */
 	struct fsym *v;
 	size_t n;
+	bool exec;        /* ET_EXEC: may give others a PLT entry for a function */
+	uint64_t *islots; /* vaddrs of the IRELATIVE slots */
+	size_t nislots, cap_islots;
+	struct bound *bound; /* slots bound to a symbol defined elsewhere */
+	size_t nbound, cap_bound;
+	char **ifuncs; /* the ifuncs it defines, by name */
+	size_t nifuncs, cap_ifuncs;
 	struct module *next;
 };
+
+struct bound {
+	uint64_t slot; /* vaddr */
+	char *name;
+};
+
+/* Room for one more element in *v (n used of *cap); false when out of
+ * memory, which only costs knowledge. */
+static bool grow(void *v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*(void **)v, c * size);
+	if (!nv)
+		return false;
+	*(void **)v = nv;
+	*cap = c;
+	return true;
+}
 
 static struct module *modules;
 
@@ -77,6 +119,80 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
 		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name),
 					     name && strstr(name, ".cold")};
+		char *copy = type == STT_GNU_IFUNC && name ? strdup(name) : NULL;
+		if (copy && grow(&m->ifuncs, &m->cap_ifuncs, m->nifuncs, sizeof(char *)))
+			m->ifuncs[m->nifuncs++] = copy;
+		else
+			free(copy);
+	}
+}
+
+/* The relocations that fill a slot with a function's address, for the
+ * file's machine: IRELATIVE (what the module's own ifunc resolver
+ * returned), and those bound to a symbol: GLOB_DAT, JUMP_SLOT and the
+ * 64-bit absolute word (riscv's GOT uses that). */
+struct reloc_types {
+	unsigned irelative, glob_dat, jump_slot, abs64;
+};
+
+static bool reloc_types(Elf *elf, struct reloc_types *t)
+{
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(elf, &eh))
+		return false;
+	switch (eh.e_machine) {
+	case EM_X86_64:
+		*t = (struct reloc_types){R_X86_64_IRELATIVE, R_X86_64_GLOB_DAT,
+					  R_X86_64_JUMP_SLOT, R_X86_64_64};
+		return true;
+	case EM_AARCH64:
+		*t = (struct reloc_types){R_AARCH64_IRELATIVE, R_AARCH64_GLOB_DAT,
+					  R_AARCH64_JUMP_SLOT, R_AARCH64_ABS64};
+		return true;
+	case EM_RISCV: /* no GLOB_DAT: a GOT slot is a 64-bit word */
+		*t = (struct reloc_types){R_RISCV_IRELATIVE, R_RISCV_64, R_RISCV_JUMP_SLOT,
+					  R_RISCV_64};
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A slot bound to a symbol this module does not define: what the loader
+ * found for it elsewhere. */
+static void add_bound_slot(Elf *elf, const GElf_Shdr *sh, const GElf_Rela *r, struct module *m)
+{
+	Elf_Scn *symscn = elf_getscn(elf, sh->sh_link);
+	Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+	GElf_Shdr symsh;
+	GElf_Sym s;
+	if (!syms || !gelf_getshdr(symscn, &symsh) || GELF_R_SYM(r->r_info) == 0 ||
+	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &s) || s.st_shndx != SHN_UNDEF)
+		return;
+	const char *name = elf_strptr(elf, symsh.sh_link, s.st_name);
+	char *copy = name && *name ? strdup(name) : NULL;
+	if (copy && grow(&m->bound, &m->cap_bound, m->nbound, sizeof(*m->bound)))
+		m->bound[m->nbound++] = (struct bound){r->r_offset, copy};
+	else
+		free(copy);
+}
+
+static void add_slots(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m)
+{
+	struct reloc_types t;
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	for (size_t i = 0; data && i < count && reloc_types(elf, &t); i++) {
+		GElf_Rela r;
+		if (!gelf_getrela(data, (int)i, &r))
+			continue;
+		unsigned type = GELF_R_TYPE(r.r_info);
+		if (type == t.irelative &&
+		    grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
+			m->islots[m->nislots++] = r.r_offset;
+		else if ((type == t.glob_dat || type == t.jump_slot || type == t.abs64) &&
+			 r.r_addend == 0)
+			add_bound_slot(elf, sh, &r, m);
 	}
 }
 
@@ -157,6 +273,8 @@ static struct module *load_module(const struct np_map *map)
 		snprintf(m->path, sizeof(m->path), "%s", map->path);
 		m->bias = map->start - map->offset - first_load_vaddr(elf);
 		m->features = gnu_features(elf);
+		GElf_Ehdr eh;
+		m->exec = gelf_getehdr(elf, &eh) && eh.e_type == ET_EXEC;
 		bool have_symtab = false;
 		for (int pass = 0; pass < 2; pass++) {
 			Elf_Scn *scn = NULL;
@@ -170,6 +288,8 @@ static struct module *load_module(const struct np_map *map)
 					add_symbols(elf, scn, &sh, m, &cap);
 					have_symtab |= pass == 0;
 				}
+				if (pass == 0 && sh.sh_type == SHT_RELA)
+					add_slots(elf, scn, &sh, m);
 			}
 		}
 		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
@@ -194,6 +314,123 @@ static struct module *module_for(const struct np_map *map)
 	return load_module(map);
 }
 
+static bool slot_holds(uint64_t slot, uint64_t start)
+{
+	uint64_t v;
+	return np_code_read(slot, &v, sizeof(v)) == 0 && v == start;
+}
+
+/* start is what one of m's IRELATIVE slots holds, read from this
+ * process's memory: what m's own resolver picked for m's calls. */
+static bool irelative_target(const struct module *m, uint64_t start)
+{
+	for (size_t i = 0; i < m->nislots; i++)
+		if (slot_holds(m->bias + m->islots[i], start))
+			return true;
+	return false;
+}
+
+static bool defines_ifunc(const struct module *m, const char *name)
+{
+	for (size_t i = 0; i < m->nifuncs; i++)
+		if (!strcmp(m->ifuncs[i], name))
+			return true;
+	return false;
+}
+
+/* Where the first PT_LOAD of every module the dynamic linker loaded lies
+ * (not every mapped file: opening a device to read it as ELF may do
+ * things). Collected first, read after: the callback runs under the
+ * loader's lock. */
+struct loads {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct loads *l = cookie;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v)))
+				l->v[l->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			break;
+		}
+	return 0;
+}
+
+static bool bound_in(const struct module *o, const struct module *m, uint64_t start)
+{
+	for (size_t k = 0; k < o->nbound; k++)
+		if (slot_holds(o->bias + o->bound[k].slot, start) &&
+		    defines_ifunc(m, o->bound[k].name))
+			return true;
+	return false;
+}
+
+/* start is what a slot of another module bound to one of m's ifuncs
+ * holds (a program's GOT entry for memset): once bound, what the resolver
+ * returned; before (a lazy JUMP_SLOT), an address in that module's own
+ * PLT, never start. m must not be a non-PIE executable: that one gives
+ * the others a PLT entry of its own for the address of its function. */
+static bool bound_target(const struct module *m, uint64_t start)
+{
+	struct loads l = {0};
+	bool found = false;
+	if (m->exec || !m->nifuncs)
+		return false;
+	dl_iterate_phdr(note_module, &l);
+	for (size_t i = 0; i < l.n && !found; i++) {
+		struct np_map map;
+		if (np_maps_lookup_cached(l.v[i], &map) || map.path[0] != '/' ||
+		    !strcmp(map.path, m->path))
+			continue;
+		const struct module *o = module_for(&map);
+		found = o && bound_in(o, m, start);
+	}
+	free(l.v);
+	return found;
+}
+
+static void note_target(void *cookie, uint64_t target)
+{
+	(void)target;
+	*(bool *)cookie = true;
+}
+
+/* A direct branch from another function lands strictly inside [start,
+ * end), as hand-written string functions jump into each other's loops:
+ * a register the convention calls dead at the entry may be live there. */
+static bool branched_into(uint64_t start, uint64_t end)
+{
+	bool hit = false;
+	np_neighbor_targets(start, end - start, note_target, &hit);
+	return hit;
+}
+
+/* No symbol holds addr: the bounds of an ifunc's implementation around
+ * it, from its FDE, up to the limit the symbols set. floor is the start of
+ * the last symbol before addr: an FDE starting before it is not taken.
+ * The calling convention is trusted at its entry unless code elsewhere
+ * jumps into it. */
+static int ifunc_bounds(const struct module *m, uint64_t addr, uint64_t floor,
+			struct np_func_bounds *out)
+{
+	struct np_fde_range fde;
+	if ((!m->nislots && !m->nifuncs) || !np_fde_around(addr, &fde) || fde.start < floor ||
+	    fde.start >= out->limit ||
+	    !(irelative_target(m, fde.start) || bound_target(m, fde.start)))
+		return -ENOENT;
+	uint64_t limit = fde.next > fde.start && fde.next < out->limit ? fde.next : out->limit;
+	uint64_t end = fde.end < limit ? fde.end : limit;
+	if (addr >= end)
+		return -ENOENT;
+	*out = (struct np_func_bounds){fde.start, end, limit, true,
+				       !branched_into(fde.start, end)};
+	return 0;
+}
+
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 {
 	struct np_map map;
@@ -204,8 +441,10 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 	if (map.path[0] != '/')
 		return -ENOENT;
 	struct module *m = module_for(&map);
-	if (!m || m->n == 0)
+	if (!m)
 		return -ENOENT;
+	if (m->n == 0)
+		return ifunc_bounds(m, addr, 0, out);
 	uint64_t rel = addr - m->bias;
 	size_t lo = 0, hi = m->n; /* first symbol starting after rel */
 	while (lo < hi) {
@@ -226,7 +465,7 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out)
 			out->called = !m->v[i].cold;
 		}
 	}
-	return out->known ? 0 : -ENOENT;
+	return out->known ? 0 : ifunc_bounds(m, addr, lo ? m->v[lo - 1].start + m->bias : 0, out);
 }
 
 bool np_symbol_returns_twice(uint64_t addr)
