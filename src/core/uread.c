@@ -135,8 +135,10 @@ static size_t vm_read(void *dst, uint64_t addr, size_t len)
 	struct iovec local = {dst, len}, remote = {(void *)addr, len};
 	long pid = np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	long n = np_host_syscall(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-	if (n < 0)
+	if (n < 0) { /* the kernel's -errno: set it as libc's wrapper did */
+		*np_errno() = (int)-n;
 		return 0;
+	}
 	if ((size_t)n < len)
 		*np_errno() = EFAULT;
 	return (size_t)n;
