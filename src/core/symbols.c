@@ -159,7 +159,11 @@ static bool reloc_types(Elf *elf, struct reloc_types *t)
 }
 
 /* A slot bound to a symbol this module does not define: what the loader
- * found for it elsewhere. */
+ * found for it elsewhere. One bound to an ifunc the module defines itself
+ * (clang calls a module's own ifunc through a JUMP_SLOT where gcc has an
+ * IRELATIVE slot) holds, once bound, what the module's resolver returned,
+ * as an IRELATIVE slot does; before (lazy), an address in its own PLT,
+ * never the start of a function in .text. */
 static void add_bound_slot(Elf *elf, const GElf_Shdr *sh, const GElf_Rela *r, struct module *m)
 {
 	Elf_Scn *symscn = elf_getscn(elf, sh->sh_link);
@@ -167,8 +171,14 @@ static void add_bound_slot(Elf *elf, const GElf_Shdr *sh, const GElf_Rela *r, st
 	GElf_Shdr symsh;
 	GElf_Sym s;
 	if (!syms || !gelf_getshdr(symscn, &symsh) || GELF_R_SYM(r->r_info) == 0 ||
-	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &s) || s.st_shndx != SHN_UNDEF)
+	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &s))
 		return;
+	if (s.st_shndx != SHN_UNDEF) {
+		if (GELF_ST_TYPE(s.st_info) == STT_GNU_IFUNC &&
+		    grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
+			m->islots[m->nislots++] = r->r_offset;
+		return;
+	}
 	const char *name = elf_strptr(elf, symsh.sh_link, s.st_name);
 	char *copy = name && *name ? strdup(name) : NULL;
 	if (copy && grow(&m->bound, &m->cap_bound, m->nbound, sizeof(*m->bound)))
