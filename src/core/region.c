@@ -119,8 +119,6 @@ static int jump_bytes(const struct np_region *r, uint8_t *jmp)
 	return 0;
 }
 
-/* Point the jump at r's (new) trampoline, now: what a batch queued goes
- * in first. */
 /* Where the patches of the regions r replaces (absorbed, not yet dropped)
  * end, or r's jump's end when they end before it. */
 struct patch_end {
@@ -138,6 +136,8 @@ static bool furthest_patch(struct np_region *o, void *cookie)
 	return false;
 }
 
+/* Point the jump at r's (new) trampoline, now: what a batch queued goes
+ * in first. */
 static int patch_jump(struct np_region *r, bool move_threads)
 {
 	uint8_t jmp[sizeof(r->orig)];

@@ -251,8 +251,7 @@ unsigned np_trap_level(void)
 
 /* Where the thread goes: 'uc' written, or true for the disposition the
  * program set (sigchain.c). */
-__attribute__((no_sanitize("address"))) static bool trap_decide(int sig, siginfo_t *si,
-								 ucontext_t *uc)
+__attribute__((no_sanitize("address"))) static bool trap_decide(siginfo_t *si, ucontext_t *uc)
 {
 	struct np_regs regs;
 	struct np_region *r;
@@ -277,7 +276,6 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(int sig, siginfo
 		np_host_regs_to_uc(&regs, uc);
 	}
 	atomic_fetch_sub(&readers, 1);
-	(void)sig;
 	return kind == TRAP_FOREIGN;
 }
 
@@ -295,7 +293,7 @@ __attribute__((no_sanitize("address"))) static void sigtrap_handler(int sig, sig
 	unsigned level = ++trap_level;
 	atomic_signal_fence(memory_order_seq_cst);
 	int saved_errno = *np_errno(); /* not errno: no libc call here */
-	bool chain = trap_decide(sig, si, ucv);
+	bool chain = trap_decide(si, ucv);
 	*np_errno() = saved_errno;
 	/* from here on a stop request waits for the return to 'uc' (sigreturn
 	 * restores its mask), or is owed now */
