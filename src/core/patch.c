@@ -125,28 +125,40 @@ any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *coo
 	return false;
 }
 
-__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *seen)
+/* The range a trampoline must not lead back into, for leads_inside. */
+struct way_back {
+	uint64_t start, end;
+	bool seen; /* a word in trampoline memory at all */
+};
+
+__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *cookie)
 {
-	*(bool *)seen |= np_codemem_holds(word);
-	return np_codemem_leads_inside(word, req.start, req.end);
+	struct way_back *w = cookie;
+	w->seen |= np_codemem_holds(word);
+	return np_codemem_leads_inside(word, w->start, w->end);
 }
 
 /* Could this thread be on its way through a trampoline that jumps back
- * strictly inside the bytes being patched (one built for an instruction
- * there, since retired)? In one, or with a return address into one among
- * the words just above its stack pointer: the save code (riscv:
+ * strictly inside (start, end) (one built for an instruction there, since
+ * retired)? In one, or with a return address into one in a register or
+ * among the words just above its stack pointer: the save code (riscv:
  * np_rv_site_rest keeps the block's return address 552 bytes above its
- * sp), np__dispatch and the handlers. A thread in a handler whose
- * trampoline is not found that way counts too. Conservative: a stale word
- * counts as well. */
-__attribute__((no_sanitize("address"))) static bool
-in_trampoline_path(const struct np_regs *regs)
+ * sp, but until its first store only in ra; arm64's shared code has it in
+ * x30 likewise), np__dispatch and the handlers. A thread in a handler
+ * whose trampoline is not found that way counts too. Conservative: a
+ * stale word counts as well. */
+__attribute__((no_sanitize("address"))) bool
+np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
 {
 	struct np_thread *t = np_thread_peek();
-	bool in_handler = t && atomic_load(&t->in_site), seen = false;
-	if (np_codemem_leads_inside(regs->pc, req.start, req.end))
+	bool in_handler = t && atomic_load(&t->in_site);
+	struct way_back w = {start, end, false};
+	if (np_codemem_leads_inside(regs->pc, start, end))
 		return true;
-	return any_stack_word(regs, leads_inside, &seen) || (in_handler && !seen);
+	for (int i = 0; i < NP_NGPR; i++)
+		if (leads_inside(regs->gpr[i], &w))
+			return true;
+	return any_stack_word(regs, leads_inside, &w) || (in_handler && !w.seen);
 }
 
 /* A word that is the address of an instruction strictly inside the bytes
@@ -187,7 +199,7 @@ __attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsig
 	np_host_regs_from_uc(&regs, uc);
 	pc_map map = req.map; /* move_out clears it when done */
 	int saved_errno = *np_errno(); /* np_read_user may set it */
-	if (stopping && atomic_load(&req.risky) && in_trampoline_path(&regs))
+	if (stopping && atomic_load(&req.risky) && np_patch_on_way_back(&regs, req.start, req.end))
 		atomic_fetch_add(&req.busy, 1);
 	if (map && interrupted_inside(&regs, map))
 		atomic_fetch_add(&req.nested, 1);
@@ -898,7 +910,7 @@ int np_patch_init(void)
 	struct sigaction sa = {.sa_sigaction = fixup_handler,
 			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK};
 	sigfillset(&sa.sa_mask);
-	/* faults of the handler's own fault-safe reads (in_trampoline_path) go
+	/* faults of the handler's own fault-safe reads (np_patch_on_way_back) go
 	 * to the guard of uread.c; a blocked one would kill the thread */
 	sigdelset(&sa.sa_mask, SIGSEGV);
 	sigdelset(&sa.sa_mask, SIGBUS);
