@@ -221,6 +221,37 @@ static void report_wrongs(void)
 	}
 }
 
+/* What the code around a crash held: t_short's bytes (its sites are
+ * patched in every storm), the mapping the pc lies in and, when that is
+ * readable, the bytes around the pc (a jump's upper half, trampoline
+ * memory nothing was written to). */
+static void crash_context(uint64_t pc)
+{
+	char line[512], perms[8] = "";
+	FILE *f = fopen("/proc/self/maps", "re");
+	fprintf(stderr, "# t_short at %p:", (void *)t_short);
+	for (unsigned k = 0; k < 12; k++)
+		fprintf(stderr, " %02x", t_short[k]);
+	fprintf(stderr, "\n");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) == 3 && pc >= lo + 16 &&
+		    pc + 16 <= hi) {
+			fprintf(stderr, "# pc in %s", line);
+			break;
+		}
+		perms[0] = 0;
+	}
+	if (f)
+		fclose(f);
+	if (perms[0] != 'r')
+		return;
+	fprintf(stderr, "# at pc-16:");
+	for (int k = -16; k < 16; k++)
+		fprintf(stderr, " %02x", ((const volatile uint8_t *)(uintptr_t)pc)[k]);
+	fprintf(stderr, "\n");
+}
+
 /* A worker that crashes says where, and in which cycles: pc, the return
  * address and sp tell a wrong jump. Only to report and die (stdio in a
  * signal handler). */
@@ -250,6 +281,7 @@ static void crashed(int sig, siginfo_t *si, void *ucv)
 	for (unsigned long d = i % BATCH_CYCLE < 2 ? i % BATCH_CYCLE : 2; d + 1 > 0; d--)
 		print_cycle(i - d);
 	fprintf(stderr, "\n");
+	crash_context(pc);
 	_exit(128 + sig);
 }
 
@@ -342,7 +374,9 @@ static void cycle(unsigned long i, struct stats *st)
 		if (!p[k])
 			continue;
 		if (np_probe_detach(p[k]) != 0) {
-			st->failures++;
+			if (!st->failures++)
+				fprintf(stderr, "# detach %p: %s; log: %s\n", (void *)c[k].addr,
+					strerror(errno), e2e_log_state.last);
 			np_probe_free(p[k]);
 			continue;
 		}
@@ -417,8 +451,9 @@ static void batch_cycle(unsigned long i, struct stats *st)
 	cycle_phase(id, 2);
 	for (int k = 0; k < n; k++)
 		rev[k] = p[i & 1 ? n - 1 - k : k];
-	if (np_probe_detach_many(rev, (size_t)n) != 0)
-		st->failures++;
+	if (np_probe_detach_many(rev, (size_t)n) != 0 && !st->failures++)
+		fprintf(stderr, "# batch %lu detach: %s; log: %s\n", i, strerror(errno),
+			e2e_log_state.last);
 	for (int k = 0; k < n; k++) {
 		if (!p[k])
 			continue;
