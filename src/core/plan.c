@@ -291,8 +291,10 @@ static int registers(const struct fn_view *v, enum np_jump_form form, struct pla
 	return 0;
 }
 
-/* Extend the plan over regions it overlaps until the set is stable. */
-int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form, struct plan *p)
+/* The jump at addr; the plan is extended over regions it overlaps until
+ * the set is stable. */
+static int plan_from(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
+		     struct plan *p)
 {
 	p->jump_len = form == NP_JUMP_LONG ? long_len(addr) : np_host_isa->jump_len;
 	p->via = 0;
@@ -326,6 +328,46 @@ int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form,
 		need = grow;
 	}
 	return REFUSE(p, "overlapping probes form too long a run of displaced bytes");
+}
+
+/* The instruction just before addr in the function (a linear sweep from
+ * its start), or 0: addr is its entry, or its bounds are unknown. */
+static uint64_t previous_insn(const struct fn_view *v, uint64_t addr)
+{
+	struct np_insn in;
+	uint64_t pc = v->fb.start, prev = 0;
+	if (!v->fb.known || addr <= v->fb.start)
+		return 0;
+	while (pc < addr && np_fn_view_decode(v, pc, &in) == 0) {
+		prev = pc;
+		pc += in.len;
+	}
+	return pc == addr ? prev : 0;
+}
+
+/* The jump at addr; where it cannot go there, one at the instruction
+ * before, whose bytes take addr's instruction in too. That is what leaves
+ * a site where no jump of its own fits (riscv: a 2-byte ret at the end
+ * of a function, or one followed by code; a branch landing on the second
+ * half of the 4 bytes) to the trap: control reaches addr only from the
+ * instruction before, now through the trampoline, since the plan is
+ * refused when a branch lands on addr (strictly inside its bytes), and
+ * when that instruction is a call (it would return inside) or a jump.
+ * Not over a region already there: the plan grows forward only. The
+ * refusal is the one at addr. */
+int np_plan_jump(const struct fn_view *v, uint64_t addr, enum np_jump_form form, struct plan *p)
+{
+	int err = plan_from(v, addr, form, p);
+	uint64_t prev = err == -EOPNOTSUPP ? previous_insn(v, addr) : 0;
+	struct plan *back;
+	if (!prev || np_region_overlapping(prev, addr) || !(back = malloc(sizeof(*back))))
+		return err;
+	if (plan_from(v, prev, form, back) == 0 && back->end > addr) {
+		*p = *back;
+		err = 0;
+	}
+	free(back);
+	return err;
 }
 
 static bool pun_isa(void)

@@ -115,8 +115,16 @@ def fixture_sites_get_their_strategies_and_reasons():
     expect("do_syscall", 4, "rejected", why="ecall")
     expect("compressed_target", 0, "trap-out-of-line", why="a branch lands at")
     expect("compressed_target", 2, "jump", "jal")
+    expect("back_ret", 2, "jump", "jal")
+    expect("back_target", 4, "jump", "jal")
+    expect("back_target", 6, "trap-simulated", why="run past the function end")
+    expect("back_call", 2, "trap-simulated", why="run past the function end")
+    expect("back_jump", 2, "jump", "jal")
+    expect("back_jump", 4, "trap-out-of-line", why="a branch lands at")
+    expect("back_jump", 6, "trap-simulated", why="run past the function end")
     expect("far_fn", 0, "jump", "auipc+jalr")
-    expect("far_fn", 16, "trap-simulated")
+    # its ret: the jump goes at the addi before it, through a free register
+    expect("far_fn", 16, "jump", "auipc+jalr")
     expect("far_busy", 20, "rejected", why="no free register for the jump back")
     expect("far_busy", 40, "trap-simulated", why="no free register at the site")
     for s in sites:
@@ -144,8 +152,11 @@ def arm64_fixture_beyond_b_reach_takes_the_long_form():
     at = {(s["function"], s["offset"]): s for s in sites}
     want = {("plain", 0): ("jump", "b"), ("end_fn", 0): ("jump", "b"),
             ("far_fn", 0): ("jump", "adrp+add+br"), ("far_fn", 12): ("jump", "adrp+add+br"),
-            ("far_fn", 16): ("trap-out-of-line", None), ("far_fn", 20): ("trap-simulated", None),
-            ("far_loop", 0): ("trap-out-of-line", None), ("far_loop", 4): ("jump", "adrp+add+br")}
+            # the 12 bytes run past the end from +16 and from far_loop+8: they
+            # go at the word before, and take the site in (plan.c)
+            ("far_fn", 16): ("jump", "adrp+add+br"), ("far_fn", 20): ("trap-simulated", None),
+            ("far_loop", 0): ("trap-out-of-line", None), ("far_loop", 4): ("jump", "adrp+add+br"),
+            ("far_loop", 8): ("jump", "adrp+add+br"), ("far_loop", 12): ("trap-simulated", None)}
     for (fn, off), (strategy, form) in want.items():
         s = at.get((fn, off))
         check(s is not None and s["strategy"] == strategy and
@@ -154,7 +165,7 @@ def arm64_fixture_beyond_b_reach_takes_the_long_form():
           "three displaced words: a branch into the second refuses the jump")
     check("x16" in at[("far_fn", 0)]["free"] and "x18" not in at[("far_fn", 0)]["free"],
           "AAPCS64 at an entry: x16 free, never x18")
-    check(summary.get("counts", {}).get("jump_long") == 5, f"five long jumps: {summary}")
+    check(summary.get("counts", {}).get("jump_long") == 7, f"seven long jumps: {summary}")
 
 
 @case

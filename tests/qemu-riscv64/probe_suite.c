@@ -171,32 +171,52 @@ static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
 	return 0;
 }
 
-/* JUMP: trampoline in page (counter at its start), patch at the site.
+/* Relocate [from, to) of the code to out (at its own address), jumping
+ * back to 'back' (0: none, what follows in the slot runs next); its
+ * length rounded up to a word with a c.nop, or -1. */
+static int relocate_part(const struct an_func *f, uint64_t from, uint64_t to, uint8_t *out,
+			 size_t cap, uint64_t back)
+{
+	struct np_reloc r = {(const uint8_t *)from, to - from, from, out, cap, (uint64_t)out, back};
+	struct np_reloc_scratch sc = {np_freereg_over(&f->fr, from, to), np_freereg_at(&f->fr, to)};
+	int n = np_isa_riscv64.relocate_via(&r, &sc);
+
+	if (n > 0 && n % 4) {
+		memcpy(out + n, &(uint16_t){0x0001}, 2); /* c.nop */
+		n += 2;
+	}
+	return n;
+}
+
+/* JUMP: trampoline in page (counter at its start), patch at the plan's
+ * start: the site itself, or the instruction before it (plan.c), which
+ * then runs first, the counter just before the site's instruction.
  * Returns the patch length, or -1. */
 static int attach_jump(const struct an_func *f, const struct an_site *s, uint8_t *page)
 {
-	uint8_t *slot = page + SLOT;
-	size_t pro = count_prologue((uint32_t *)slot, (uint64_t)slot, (uint64_t)page);
-	struct np_reloc r = {(const uint8_t *)s->pc, s->end - s->pc, s->pc, slot + pro, SLOT * 2,
-			     (uint64_t)slot + pro, s->falls ? s->end : 0};
-	struct np_reloc_scratch sc = {np_freereg_over(&f->fr, s->pc, s->end),
-				      np_freereg_at(&f->fr, s->end)};
-	uint8_t patch[16];
-	int n;
+	uint8_t *slot = page + SLOT, patch[16];
+	int n = 0, before = 0;
 
 	*(volatile uint64_t *)page = 0;
-	if (np_isa_riscv64.relocate_via(&r, &sc) < 0)
+	if (s->start < s->pc)
+		before = relocate_part(f, s->start, s->pc, slot, SLOT, 0);
+	if (before < 0)
+		return -1;
+	size_t pro = count_prologue((uint32_t *)(slot + before), (uint64_t)slot + before,
+				    (uint64_t)page);
+	if (relocate_part(f, s->pc, s->end, slot + before + pro, SLOT * 2 - before - pro,
+			  s->falls ? s->end : 0) < 0)
 		return -1;
 	if (!strcmp(s->form, "jal"))
-		n = np_isa_riscv64.emit_jump(patch, s->pc, (uint64_t)slot) ? -1 : 4;
+		n = np_isa_riscv64.emit_jump(patch, s->start, (uint64_t)slot) ? -1 : 4;
 	else
-		n = np_isa_riscv64.emit_jump_via(patch, sizeof(patch), s->pc, (uint64_t)slot,
-						 s->free_in);
+		n = np_isa_riscv64.emit_jump_via(patch, sizeof(patch), s->start, (uint64_t)slot,
+						 np_freereg_at(&f->fr, s->start));
 	if (n < 0)
 		return -1;
 	flush(slot, SLOT * 3);
-	memcpy((void *)s->pc, patch, (size_t)n);
-	flush((void *)s->pc, (size_t)n);
+	memcpy((void *)s->start, patch, (size_t)n);
+	flush((void *)s->start, (size_t)n);
 	return n;
 }
 
@@ -278,7 +298,9 @@ static void probe_site(unsigned i, const struct an_func *f, uint64_t pc, enum mo
 
 	an_plan_site(f, pc, &s);
 	np_isa_riscv64.decode((const uint8_t *)pc, 4, pc, &in);
-	memcpy(saved, (void *)pc, sizeof(saved));
+	/* the bytes a patch may change: from the plan's start */
+	uint64_t at = m != TRAP && s.kind == AN_JUMP ? s.start : pc;
+	memcpy(saved, (void *)at, sizeof(saved));
 	t->sites++;
 	if (s.kind == AN_REJECT || (m == TRAP && in.cls == NP_INSN_REJECTED)) {
 		t->skipped++;
@@ -301,8 +323,8 @@ static void probe_site(unsigned i, const struct an_func *f, uint64_t pc, enum mo
 		t->bad++;
 		return;
 	}
-	memcpy((void *)pc, saved, sizeof(saved));
-	flush((void *)pc, sizeof(saved));
+	memcpy((void *)at, saved, sizeof(saved));
+	flush((void *)at, sizeof(saved));
 }
 
 static bool run_suite(unsigned i, enum mode m)

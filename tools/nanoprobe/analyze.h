@@ -56,7 +56,9 @@ struct an_site {
 	uint64_t free_in;  /* registers free at the site */
 	uint64_t free_back; /* free where the jump back lands */
 	uint64_t free_plain; /* free at the site by liveness alone */
-	uint64_t end;       /* JUMP: the displaced bytes are [pc, end) */
+	uint64_t start;     /* JUMP: where the jump goes: pc, or the instruction
+			     * before when none fits at pc (plan.c) */
+	uint64_t end;       /* JUMP: the displaced bytes are [start, end) */
 	uint64_t place;     /* JUMP: the trampoline address planned with */
 	bool falls;         /* JUMP: the displaced code falls through to end */
 	char why[160];     /* why not JUMP (for TRAP), or why REJECTED */

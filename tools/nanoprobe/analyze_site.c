@@ -251,6 +251,7 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	    !relocates(f, pc, end, falls, place, s))
 		return false;
 	s->form = short_form(f->isa);
+	s->start = pc;
 	s->end = end;
 	s->place = place;
 	s->falls = falls;
@@ -296,6 +297,7 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 	    !relocates(f, pc, end, falls, far, s))
 		return false;
 	s->form = an_long_form(f->isa);
+	s->start = pc;
 	s->end = end;
 	s->place = far;
 	s->falls = falls;
@@ -314,6 +316,35 @@ static void plan_trap(const struct an_func *f, const struct np_insn *in, struct 
 	if (!relocates(f, in->pc, in->pc + in->len, !(in->flags & NP_INSN_NOFALL),
 		       slot ? slot : in->pc + far_offset(f->isa), s))
 		s->kind = AN_REJECT;
+}
+
+/* The instruction just before pc in the function, or 0 (plan.c's
+ * previous_insn). */
+static uint64_t insn_before(const struct an_func *f, uint64_t pc)
+{
+	struct np_insn in;
+	uint64_t at = f->start, prev = 0;
+
+	for (; at < pc && decode_at(f, at, &in) == 0; at += in.len)
+		prev = at;
+	return at == pc && pc > f->start ? prev : 0;
+}
+
+/* plan.c's fallback where no jump fits at pc: one at the instruction
+ * before, whose displaced bytes take pc's instruction in (no branch may
+ * land on pc: it lies strictly inside them). s keeps its refusal if not. */
+static bool plan_before(const struct an_func *f, uint64_t pc, struct an_site *s,
+			bool (*plan)(const struct an_func *, uint64_t, struct an_site *))
+{
+	uint64_t prev = insn_before(f, pc);
+	struct an_site back = *s;
+
+	back.free_in = prev ? free_at(f, prev) : 0;
+	if (!prev || in_exclusive(f, prev) || !plan(f, prev, &back) || back.end <= pc)
+		return false;
+	back.free_in = s->free_in;
+	*s = back;
+	return true;
 }
 
 void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
@@ -339,10 +370,10 @@ void an_plan_site(const struct an_func *f, uint64_t pc, struct an_site *s)
 		return;
 	}
 	s->kind = AN_JUMP;
-	if (plan_short(f, pc, s))
+	if (plan_short(f, pc, s) || plan_before(f, pc, s, plan_short))
 		return;
 	memcpy(first, s->why, sizeof(first));
-	if (f->isa->emit_jump_via && plan_long(f, pc, s))
+	if (f->isa->emit_jump_via && (plan_long(f, pc, s) || plan_before(f, pc, s, plan_long)))
 		return;
 	if (f->isa->emit_jump_via && strcmp(first, s->why)) /* both reasons, the short form's first */
 		snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why), "; %s", first);
