@@ -60,9 +60,8 @@ extern const uint8_t np_x86_ret_enter_slow[], np_x86_ret_enter_done_rel[];
 extern const uint8_t np_x86_ret_handler_data[], np_x86_ret_handler_fn[];
 extern const uint8_t np_x86_redirect_tls_a[], np_x86_redirect_tls_b[];
 extern const uint8_t np_x86_redirect_noflags[];
-extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_tls_a[], np_x86_ret_tramp_tls_b[];
-extern const uint8_t np_x86_ret_tramp_fpu_fn_imm[], np_x86_ret_tramp_fpu_tls_a[];
-extern const uint8_t np_x86_ret_tramp_fpu_tls_b[], np_x86_ret_tramp_fpu_size[];
+extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_fpu_fn_imm[];
+extern const uint8_t np_x86_ret_tramp_fpu_size[];
 extern const uint8_t np_x86_xsave_size[], np_x86_xsave_mask[], np_x86_xsavec_size[];
 extern const uint8_t np_x86_xsavec_mask[], np_x86_xrstor_mask[];
 extern const uint8_t np_x86_ret_tramp_fpu_mask[], np_x86_ret_tramp_fpu_mask2[];
@@ -453,9 +452,9 @@ static void xsave_setup(void)
 	have_xsavec = r[0] & (1u << 1);
 }
 
-/* Copy a shared routine into executable memory, patching the %fs
- * displacement of its TLS slot (a shared library cannot use local-exec TLS
- * from assembly) and, if given, its 8-byte call slot. */
+/* Copy a shared routine into executable memory, patching, if given, the
+ * %fs displacement of its TLS slot (a shared library cannot use local-exec
+ * TLS from assembly) and its 8-byte call slot. */
 static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const uint8_t *tls_a,
 				const uint8_t *tls_b, const uint8_t *fn_slot, uint64_t fn,
 				const uint8_t *size_slot)
@@ -467,8 +466,10 @@ static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const 
 	if (len > sizeof(code))
 		return 0;
 	memcpy(code, begin, len);
-	memcpy(code + (tls_a - begin), &disp, 4);
-	memcpy(code + (tls_b - begin), &disp, 4);
+	if (tls_a) {
+		memcpy(code + (tls_a - begin), &disp, 4);
+		memcpy(code + (tls_b - begin), &disp, 4);
+	}
 	if (fn_slot)
 		memcpy(code + (fn_slot - begin), &fn, 8);
 	if (size_slot) {
@@ -488,13 +489,11 @@ int np_host_init(void)
 	xsave_setup();
 	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end,
 				      np_x86_redirect_tls_a, np_x86_redirect_tls_b, NULL, 0, NULL);
-	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end,
-				    np_x86_ret_tramp_tls_a, np_x86_ret_tramp_tls_b,
+	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end, NULL, NULL,
 				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch, NULL);
 	if (xsave_size) /* without XSAVE, return handlers get the lean trampoline */
 		ret_tramp_fpu = install_routine(
-			np_x86_ret_tramp_fpu_begin, np_x86_ret_tramp_fpu_end,
-			np_x86_ret_tramp_fpu_tls_a, np_x86_ret_tramp_fpu_tls_b,
+			np_x86_ret_tramp_fpu_begin, np_x86_ret_tramp_fpu_end, NULL, NULL,
 			np_x86_ret_tramp_fpu_fn_imm, (uint64_t)&np__ret_dispatch,
 			np_x86_ret_tramp_fpu_size);
 	if (!at || !ret_tramp)

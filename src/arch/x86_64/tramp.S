@@ -459,8 +459,7 @@ END(np_x86_redirect)
  * xmm0 and xmm1 (the return registers) are live, and the callee-saved ones,
  * which the C code we call preserves by itself; the other caller-saved
  * registers are dead at a return and left out of ctx. np__ret_dispatch
- * puts the real return address in regs.pc; we go there through the TLS
- * slot, like the redirect routine (this template is copied the same way). */
+ * puts the real return address in regs.pc. */
 /* The two return trampolines share everything but the vector save. */
 #define RET_TRAMP_SAVE \
 	lea -224(%rsp), %rsp;		/* flags, pc, gpr[16..31], r15..rsi: dead */ \
@@ -477,19 +476,26 @@ END(np_x86_redirect)
 	mov %rsp, %rbx; \
 	and $-16, %rsp
 
-/* Leave through the TLS slot, like np_x86_redirect (same patching). */
-#define RET_TRAMP_LEAVE(name) \
+/* Leave as the program's `ret` would have: the real return address goes
+ * back into the slot that `ret` popped (ctx.flags, at the function's entry
+ * rsp), and once rsp is the caller's again, an indirect jump goes through
+ * it. The caller finds its stack as after a plain return. Between the last
+ * two instructions that word is within the 128 bytes below rsp that the
+ * kernel leaves alone when it builds a signal frame, so a signal there
+ * cannot change where this call goes. A per-thread slot could: a signal
+ * handler whose own probed call returned through here wrote its own
+ * caller's address into it, and the interrupted return went there, on
+ * the interrupted thread's stack (e2e-storms, "a_signal_before_each..."). */
+#define RET_TRAMP_LEAVE \
 	mov %rbx, %rsp; \
 	mov 272(%rsp), %rax;		/* the real return address */ \
-	.byte 0x64, 0x48, 0x89, 0x04, 0x25;	/* mov %rax, %fs:disp32 */ \
-	IMM32(name##_tls_a); \
+	mov %rax, 280(%rsp);		/* into its slot */ \
 	mov 16(%rsp), %rax; \
 	mov 32(%rsp), %rdx; \
 	mov 40(%rsp), %rbx; \
 	mov 56(%rsp), %rbp; \
-	mov 48(%rsp), %rsp; \
-	.byte 0x64, 0xff, 0x24, 0x25;		/* jmp *%fs:disp32 */ \
-	IMM32(name##_tls_b)
+	lea 288(%rsp), %rsp;		/* the caller's rsp: the slot is at -8 */ \
+	jmp *-8(%rsp)
 
 TEMPLATE(np_x86_ret_tramp)
 	RET_TRAMP_SAVE
@@ -501,7 +507,7 @@ TEMPLATE(np_x86_ret_tramp)
 	call *%rax
 	movaps 0(%rsp), %xmm0
 	movaps 16(%rsp), %xmm1
-	RET_TRAMP_LEAVE(np_x86_ret_tramp)
+	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp)
 
 /* The same, saving the whole extended state for handlers that may touch
@@ -516,7 +522,7 @@ TEMPLATE(np_x86_ret_tramp_fpu)
 	IMM32(np_x86_ret_tramp_fpu_mask2)
 	xor %edx, %edx
 	xrstor64 (%rsp)
-	RET_TRAMP_LEAVE(np_x86_ret_tramp_fpu)
+	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp_fpu)
 
 	.section .note.GNU-stack,"",@progbits
