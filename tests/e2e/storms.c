@@ -315,10 +315,25 @@ static void step_return(struct np_ctx *ctx, void *data)
 		step_wrong++;
 }
 
-static uint64_t (*volatile step_call)(uint64_t); /* the probed function */
-static uint64_t step_want(uint64_t x)
+/* A redirect: the caller gets x * 5 + 2, the body does not run. */
+static E2E_NOIPA uint64_t skip_fn(uint64_t x)
 {
 	return x * 3 + 1;
+}
+static uint64_t (*volatile skip_p)(uint64_t) = skip_fn;
+
+static void skip_entry(struct np_ctx *ctx, void *data)
+{
+	(void)data;
+	if (!step_entry_ra)
+		step_entry_ra = (uintptr_t)__builtin_return_address(0);
+	np_ctx_override_return(ctx, np_ctx_arg(ctx, 0) * 5 + 2);
+}
+
+static uint64_t (*volatile step_call)(uint64_t); /* step_p or skip_p */
+static uint64_t step_want(uint64_t x)
+{
+	return step_call == skip_p ? x * 5 + 2 : x * 3 + 1;
 }
 
 static void step_on_usr1(int sig)
@@ -415,6 +430,49 @@ TEST(a_signal_before_each_instruction_of_a_return_probe_loses_no_return)
 		CHECK_EQ(step_ret_calls, np_probe_hits(p) - hits);
 		printf("# %s: %llu calls, %llu signalled\n", np_strategy_name(np_probe_strategy(p)),
 		       (unsigned long long)calls, (unsigned long long)signalled);
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+	sigaction(SIGUSR1, &old, NULL);
+}
+
+/* The same at a redirect (np_ctx_override_return). On x86-64 a JUMP
+ * site's block leaves for the shared redirect routine with `movabs
+ * $routine, %rax; jmp *%rax` after the handler calls; that routine is
+ * swept too. arm64 and riscv64 redirect through a breakpoint: the kernel
+ * switches every register at once, and nothing of the way out is left to
+ * interrupt. */
+TEST(a_signal_before_each_instruction_of_a_redirect_goes_where_each_call_was_sent)
+{
+	if (!have_exec_watch())
+		return;
+	struct sigaction sa = {.sa_handler = step_on_usr1}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, &old);
+	e2e_log_capture();
+	struct np_probe_opts o = e2e_opts(skip_entry, NULL, NP_STRATEGY_JUMP);
+	struct np_probe *p = np_probe_attach((void *)skip_fn, &o);
+	CHECK(p);
+	if (p) {
+		step_call = skip_p;
+		skip_p(1);
+		step_entry_ra = 0;
+		CHECK_EQ(skip_p(2), 12);
+		uintptr_t from = step_entry_ra, to = step_entry_ra + 256;
+#if defined(__x86_64__)
+		for (const uint8_t *b = (const uint8_t *)step_entry_ra; b < (const uint8_t *)to; b++)
+			if (b[0] == 0x48 && b[1] == 0xb8 && b[10] == 0xff && b[11] == 0xe0) {
+				memcpy(&from, b + 2, 8);
+				to = from + 256;
+				break;
+			}
+		CHECK(from != step_entry_ra);
+#endif
+		step_signals = step_wrong = 0;
+		uint64_t signalled = 0, calls = step_through(from, to, 0, 0, &signalled);
+		CHECK_EQ(step_wrong, 0);
+		CHECK(signalled > 10);
+		printf("# %llu calls, %llu signalled\n", (unsigned long long)calls,
+		       (unsigned long long)signalled);
 		CHECK_EQ(e2e_detach_free(p), 0);
 	}
 	sigaction(SIGUSR1, &old, NULL);
