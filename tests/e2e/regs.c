@@ -55,7 +55,7 @@ enum variant { SSE, AVX };
 static const char *const site_name[3] = {"a (5-byte nop)", "b (1-byte nop)", "c (rsp-8)"};
 
 struct hstate {
-	enum { H_COUNT, H_CLOBBER, H_READ, H_SET } mode;
+	enum { H_COUNT, H_CLOBBER, H_READ, H_SET, H_SKIP, H_SKIP_CLOBBER } mode;
 	unsigned calls;
 	uint64_t pc, sp;
 	uint64_t reg[15];
@@ -113,6 +113,13 @@ static void handler(struct np_ctx *ctx, void *data)
 	case H_READ:
 		for (int i = 0; i < 15; i++)
 			h->reg[i] = np_ctx_reg(ctx, np_reg_lookup(gpr_name[i]));
+		break;
+	case H_SKIP_CLOBBER:
+		clobber_everything();
+		/* fall through */
+	case H_SKIP:
+		/* site a is a 5-byte nop: resuming after it changes nothing */
+		h->set_rc = np_ctx_set_reg(ctx, np_reg_lookup("rip"), np_ctx_pc(ctx) + 5);
 		break;
 	case H_SET:
 		errno = 0;
@@ -316,6 +323,26 @@ TEST(registers_set_by_the_handler_are_seen_by_the_program)
 			CHECK_EQ(h.set_sp_rc, (uint64_t)-1); /* rsp is read only */
 			CHECK_EQ(h.set_sp_errno, EINVAL);
 		}
+}
+
+/* A handler that moves pc mid-function sends the thread through the
+ * redirect routine (JUMP), which loads every register from ctx and must
+ * leave the flags and the red zone below the site's rsp as they were. */
+TEST(a_handler_moving_pc_past_the_site_leaves_every_register_as_it_was)
+{
+	static const enum np_strategy strat[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
+	static const uint64_t flag_set[] = {FL_ARITH, 0, FL_CF | FL_ZF, FL_DF | FL_SF | FL_OF};
+
+	setup();
+	for (int mode = H_SKIP; mode <= H_SKIP_CLOBBER; mode++)
+		for (int k = 0; k < 2; k++)
+			for (int f = 0; f < 4; f++) {
+				struct hstate h = {.mode = mode};
+				struct run r = {SSE, 0, strat[k], flag_set[f] | 0x2, 0};
+
+				run_one(&r, &h, pattern);
+				CHECK_EQ(h.set_rc, 0);
+			}
 }
 
 /* std ... cld around a probe site is legal code: the program must see DF

@@ -58,11 +58,9 @@ extern const uint8_t np_x86_ret_call_jz[], np_x86_ret_call_call[], np_x86_ret_sa
 extern const uint8_t np_x86_ret_enter_tls[], np_x86_ret_enter_site[], np_x86_ret_enter_version[];
 extern const uint8_t np_x86_ret_enter_slow[], np_x86_ret_enter_done_rel[];
 extern const uint8_t np_x86_ret_handler_data[], np_x86_ret_handler_fn[];
-extern const uint8_t np_x86_redirect_tls_a[], np_x86_redirect_tls_b[];
 extern const uint8_t np_x86_redirect_noflags[];
-extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_tls_a[], np_x86_ret_tramp_tls_b[];
-extern const uint8_t np_x86_ret_tramp_fpu_fn_imm[], np_x86_ret_tramp_fpu_tls_a[];
-extern const uint8_t np_x86_ret_tramp_fpu_tls_b[], np_x86_ret_tramp_fpu_size[];
+extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_fpu_fn_imm[];
+extern const uint8_t np_x86_ret_tramp_fpu_size[];
 extern const uint8_t np_x86_xsave_size[], np_x86_xsave_mask[], np_x86_xsavec_size[];
 extern const uint8_t np_x86_xsavec_mask[], np_x86_xrstor_mask[];
 extern const uint8_t np_x86_ret_tramp_fpu_mask[], np_x86_ret_tramp_fpu_mask2[];
@@ -70,7 +68,6 @@ extern const uint8_t np_x86_ret_tramp_fpu_mask[], np_x86_ret_tramp_fpu_mask2[];
 /* The copies of the redirect routine: with rflags, and without (an entry or
  * a return, where the ABI says the flags are dead). */
 __attribute__((visibility("hidden"))) uint64_t np_x86_redirect_ptr, np_x86_redirect_nf_ptr;
-__thread uint64_t np_tls_redirect __attribute__((tls_model("initial-exec")));
 static uint64_t ret_tramp, ret_tramp_fpu;
 static uint32_t xsave_size; /* 0: no XSAVE, use FXSAVE */
 static uint32_t xsave_mask; /* x87, SSE, AVX, AVX-512: what XCR0 enables */
@@ -419,13 +416,6 @@ void np_host_return_now(struct np_ctx *ctx, uint64_t value)
 	ctx->redirect = 1;
 }
 
-static int32_t tls_displacement(void)
-{
-	uint64_t tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (int32_t)((int64_t)(uintptr_t)&np_tls_redirect - (int64_t)tp);
-}
-
 static void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
 	__asm__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
@@ -453,22 +443,17 @@ static void xsave_setup(void)
 	have_xsavec = r[0] & (1u << 1);
 }
 
-/* Copy a shared routine into executable memory, patching the %fs
- * displacement of its TLS slot (a shared library cannot use local-exec TLS
- * from assembly) and, if given, its 8-byte call slot. */
-static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const uint8_t *tls_a,
-				const uint8_t *tls_b, const uint8_t *fn_slot, uint64_t fn,
-				const uint8_t *size_slot)
+/* Copy a shared routine into executable memory, patching, if given, its
+ * 8-byte call slot and its XSAVE size and masks. */
+static uint64_t install_routine(const uint8_t *begin, const uint8_t *end, const uint8_t *fn_slot,
+				uint64_t fn, const uint8_t *size_slot)
 {
 	uint8_t code[1024];
 	size_t len = (size_t)(end - begin);
-	int32_t disp = tls_displacement();
 
 	if (len > sizeof(code))
 		return 0;
 	memcpy(code, begin, len);
-	memcpy(code + (tls_a - begin), &disp, 4);
-	memcpy(code + (tls_b - begin), &disp, 4);
 	if (fn_slot)
 		memcpy(code + (fn_slot - begin), &fn, 8);
 	if (size_slot) {
@@ -486,15 +471,12 @@ int np_host_init(void)
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
 	self_disp = (int32_t)((int64_t)(uintptr_t)np_thread_tls_slot() - (int64_t)tp);
 	xsave_setup();
-	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end,
-				      np_x86_redirect_tls_a, np_x86_redirect_tls_b, NULL, 0, NULL);
+	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end, NULL, 0, NULL);
 	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end,
-				    np_x86_ret_tramp_tls_a, np_x86_ret_tramp_tls_b,
 				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch, NULL);
 	if (xsave_size) /* without XSAVE, return handlers get the lean trampoline */
 		ret_tramp_fpu = install_routine(
 			np_x86_ret_tramp_fpu_begin, np_x86_ret_tramp_fpu_end,
-			np_x86_ret_tramp_fpu_tls_a, np_x86_ret_tramp_fpu_tls_b,
 			np_x86_ret_tramp_fpu_fn_imm, (uint64_t)&np__ret_dispatch,
 			np_x86_ret_tramp_fpu_size);
 	if (!at || !ret_tramp)

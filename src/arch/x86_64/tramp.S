@@ -418,22 +418,32 @@ TEMPLATE(np_x86_restore_entry)
 	lea 144(%rsp), %rsp
 END(np_x86_restore_entry)
 
-/* --- shared code, runs in place -------------------------------------------- */
+/* --- shared code, copied once (np_host_init) ------------------------------- */
 
 /* rsp = ctx. Resume at regs.pc with every register, rsp included, from ctx.
- * The target goes through a per-thread TLS slot so that no register or
- * stack byte of the program holds it. A shared library cannot use the
- * local-exec TLS form, so the engine copies this template once and patches
- * the slot's %fs displacement (np_x86_redirect_tls_*) computed at init. */
+ * No register is free to jump with, so the target is stored 136 bytes
+ * below the rsp to resume, under its 128-byte red zone (live mid-function),
+ * and `ret $128` takes it with rsp pointing at it, landing rsp where it
+ * belongs. Until then the word is at or above rsp, where no signal frame is
+ * built. (A per-thread slot was not safe: a signal between its store and
+ * the jump, whose handler met a redirect or a return probe of its own,
+ * overwrote it, and this thread jumped into the handler's code.) After
+ * override_return the `ret` consumes the return stack buffer's entry of
+ * the skipped call, so the caller's own returns stay predicted. The word
+ * is above every ctx word loaded after it: the rsp to resume is the site's
+ * (+8 after override_return), and ctx ends 128 bytes below it (full save)
+ * or at it (entry saves), so the word is ctx.flags, the one above ctx, or
+ * in gpr[16..31], unused on x86-64. */
 TEMPLATE(np_x86_redirect)
 	push 280(%rsp)			/* entry point with rflags */
 	popfq
 	.globl np_x86_redirect_noflags; .hidden np_x86_redirect_noflags
 np_x86_redirect_noflags:		/* entry point where rflags are dead */
-	mov 272(%rsp), %rax
-	.byte 0x64, 0x48, 0x89, 0x04, 0x25	/* mov %rax, %fs:disp32 */
-	.globl np_x86_redirect_tls_a; .hidden np_x86_redirect_tls_a
-np_x86_redirect_tls_a: .long 0
+	mov 48(%rsp), %rax
+	lea -136(%rax), %rax		/* lea and mov keep the flags just loaded */
+	mov 272(%rsp), %rcx
+	mov %rcx, (%rax)
+	mov %rax, 48(%rsp)
 	mov 16(%rsp), %rax
 	mov 24(%rsp), %rcx
 	mov 32(%rsp), %rdx
@@ -450,17 +460,14 @@ np_x86_redirect_tls_a: .long 0
 	mov 128(%rsp), %r14
 	mov 136(%rsp), %r15
 	mov 48(%rsp), %rsp
-	.byte 0x64, 0xff, 0x24, 0x25		/* jmp *%fs:disp32 */
-	.globl np_x86_redirect_tls_b; .hidden np_x86_redirect_tls_b
-np_x86_redirect_tls_b: .long 0
+	ret $128
 END(np_x86_redirect)
 
 /* A probed function returns here instead of to its caller. Only rax, rdx,
  * xmm0 and xmm1 (the return registers) are live, and the callee-saved ones,
  * which the C code we call preserves by itself; the other caller-saved
  * registers are dead at a return and left out of ctx. np__ret_dispatch
- * puts the real return address in regs.pc; we go there through the TLS
- * slot, like the redirect routine (this template is copied the same way). */
+ * puts the real return address in regs.pc. */
 /* The two return trampolines share everything but the vector save. */
 #define RET_TRAMP_SAVE \
 	lea -224(%rsp), %rsp;		/* flags, pc, gpr[16..31], r15..rsi: dead */ \
@@ -477,19 +484,26 @@ END(np_x86_redirect)
 	mov %rsp, %rbx; \
 	and $-16, %rsp
 
-/* Leave through the TLS slot, like np_x86_redirect (same patching). */
-#define RET_TRAMP_LEAVE(name) \
+/* Leave as the program's `ret` would have: the real return address goes
+ * back into the slot that `ret` popped (ctx.flags, at the function's entry
+ * rsp), and once rsp is the caller's again, an indirect jump goes through
+ * it. The caller finds its stack as after a plain return. Between the last
+ * two instructions that word is within the 128 bytes below rsp that the
+ * kernel leaves alone when it builds a signal frame, so a signal there
+ * cannot change where this call goes. A per-thread slot could: a signal
+ * handler whose own probed call returned through here wrote its own
+ * caller's address into it, and the interrupted return went there, on
+ * the interrupted thread's stack (e2e-storms, "a_signal_before_each..."). */
+#define RET_TRAMP_LEAVE \
 	mov %rbx, %rsp; \
 	mov 272(%rsp), %rax;		/* the real return address */ \
-	.byte 0x64, 0x48, 0x89, 0x04, 0x25;	/* mov %rax, %fs:disp32 */ \
-	IMM32(name##_tls_a); \
+	mov %rax, 280(%rsp);		/* into its slot */ \
 	mov 16(%rsp), %rax; \
 	mov 32(%rsp), %rdx; \
 	mov 40(%rsp), %rbx; \
 	mov 56(%rsp), %rbp; \
-	mov 48(%rsp), %rsp; \
-	.byte 0x64, 0xff, 0x24, 0x25;		/* jmp *%fs:disp32 */ \
-	IMM32(name##_tls_b)
+	lea 288(%rsp), %rsp;		/* the caller's rsp: the slot is at -8 */ \
+	jmp *-8(%rsp)
 
 TEMPLATE(np_x86_ret_tramp)
 	RET_TRAMP_SAVE
@@ -501,7 +515,7 @@ TEMPLATE(np_x86_ret_tramp)
 	call *%rax
 	movaps 0(%rsp), %xmm0
 	movaps 16(%rsp), %xmm1
-	RET_TRAMP_LEAVE(np_x86_ret_tramp)
+	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp)
 
 /* The same, saving the whole extended state for handlers that may touch
@@ -516,7 +530,7 @@ TEMPLATE(np_x86_ret_tramp_fpu)
 	IMM32(np_x86_ret_tramp_fpu_mask2)
 	xor %edx, %edx
 	xrstor64 (%rsp)
-	RET_TRAMP_LEAVE(np_x86_ret_tramp_fpu)
+	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp_fpu)
 
 	.section .note.GNU-stack,"",@progbits
