@@ -219,6 +219,7 @@ int np_region_insn_index(const struct np_region *r, uint64_t pc);
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who);
 int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
+int np_region_refresh_after_detach(struct np_region *region); /* never fails */
 int np_site_publish(struct np_site *site);
 
 /* Batches (batch.c, engine lock held): between begin and end, region.c

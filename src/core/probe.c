@@ -630,7 +630,7 @@ static int remove_or_refresh(struct np_site **sites, size_t n)
 		struct np_site *s = sites[i];
 		if (s->probes) {
 			site_set_modes(s);
-			e = np_region_refresh(s->region);
+			e = np_region_refresh_after_detach(s->region);
 		} else {
 			e = np_region_remove_site(s);
 		}

@@ -454,16 +454,33 @@ int np_region_refresh(struct np_region *r)
 		return 0; /* an out-of-line copy has no handler blocks */
 	uint64_t old = r->tramp;
 	size_t old_len = r->tramp_len;
+	uint32_t old_off[NP_MAX_REGION_INSNS]; /* build writes them as it goes */
+	memcpy(old_off, r->tramp_off, sizeof(old_off));
 	int err = build(r);
-	if (err)
-		return err;
-	if ((err = patch_jump(r, false))) {
+	if (!err && (err = patch_jump(r, false)))
 		np_codemem_retire(r->tramp, r->tramp_len);
+	if (err) { /* the old trampoline stays, with its own block offsets */
 		r->tramp = old;
 		r->tramp_len = old_len;
+		memcpy(r->tramp_off, old_off, sizeof(old_off));
 		return err;
 	}
 	np_codemem_retire(old, old_len);
+	return 0;
+}
+
+/* After a detach, r's trampoline rebuilt without what left. When it
+ * cannot be (riscv64: no trampoline memory left within jal's reach), the
+ * old one stays, and that is still right: the blocks of the sites whose
+ * probes went find the site's version moved on and its list empty, or
+ * current, or the site reused elsewhere (np__dispatch compares its
+ * address). Only a probe arriving needs the new trampoline. */
+int np_region_refresh_after_detach(struct np_region *r)
+{
+	int err = np_region_refresh(r);
+	if (err)
+		np_logf(NP_LOG_INFO, "0x%llx: trampoline not rebuilt after a detach (%s); the old "
+				    "one stays", (unsigned long long)r->start, strerror(-err));
 	return 0;
 }
 
@@ -548,5 +565,5 @@ int np_region_remove_site(struct np_site *site)
 		empty &= r->sites[i] == NULL;
 	}
 	site->region = NULL;
-	return empty ? remove_region(r) : np_region_refresh(r);
+	return empty ? remove_region(r) : np_region_refresh_after_detach(r);
 }

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A detach that leaves other probes in a region rebuilds its trampoline
+ * without the one that went, which takes trampoline memory near the
+ * code. riscv64's jal reaches 1 MiB: a long attach/detach storm used it
+ * all up (e2e-torture's batch storm under qemu, at its 611th batch), and
+ * the detach failed with ENOMEM although nothing was wrong with the old
+ * trampoline. Here every gap within the short jump's reach of torture's
+ * t_short is reserved and what trampoline memory is left there is taken;
+ * then the probes leave one at a time: every detach must succeed, the
+ * probes that stay must count, those that went must not, and the code
+ * must come back whole.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/internal.h"
+#include "core/maps.h"
+#include "core/plan.h"
+#include "../../e2e/e2e.h"
+#include "test.h"
+
+extern uint64_t t_short(uint64_t); /* x + 1 (tests/e2e/torture_<isa>.S) */
+
+/* The second site of t_short's first region (none on arm64, where every
+ * jump covers one instruction). */
+#if defined(__x86_64__)
+#define SECOND 1
+#elif defined(__riscv)
+#define SECOND 2
+#else
+#define SECOND 0
+#endif
+#define CALLS 100
+
+/* Every gap of the address space in [lo, hi) mapped PROT_NONE (the
+ * mappings, read in address order, bound the gaps). */
+static void reserve_gaps(uint64_t lo, uint64_t hi)
+{
+	char line[512];
+	unsigned long s, e;
+	uint64_t at = lo;
+	FILE *f = fopen("/proc/self/maps", "re");
+	CHECK(f != NULL);
+	for (bool more = f != NULL; more && at < hi;) {
+		more = fgets(line, sizeof(line), f) != NULL;
+		if (!more || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			s = e = hi;
+		uint64_t end = s < hi ? s : hi;
+		if (end > at) {
+			void *got = mmap((void *)at, end - at, PROT_NONE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+						 MAP_FIXED_NOREPLACE,
+					 -1, 0);
+			if (got != (void *)at)
+				fprintf(stderr, "# cannot reserve 0x%llx..0x%llx: %s\n",
+					(unsigned long long)at, (unsigned long long)end,
+					strerror(errno));
+			CHECK(got == (void *)at);
+		}
+		at = e > at ? e : at;
+	}
+	if (f)
+		fclose(f);
+	np_maps_invalidate();
+}
+
+/* No trampoline memory left within reach of addr. */
+static void use_up_trampoline_memory(uint64_t addr)
+{
+	uint64_t reach = np_plan_reach(NP_JUMP_SHORT) + (1u << 20);
+	reserve_gaps(addr > reach ? (addr - reach) & ~4095ull : 4096,
+		     (addr + reach + 4095) & ~4095ull);
+	unsigned taken = 0;
+	for (size_t len = 4096; len >= 8; len /= 8)
+		while (np_codemem_alloc(addr, len, np_plan_reach(NP_JUMP_SHORT)))
+			taken++;
+	printf("# %u more allocations took what was left near 0x%llx\n", taken,
+	       (unsigned long long)addr);
+}
+
+static void run(unsigned n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		CHECK_EQ(t_short(i), i + 1);
+}
+
+TEST(detaches_succeed_when_no_trampoline_memory_is_left_near_the_code)
+{
+	uint8_t pristine[16];
+	struct e2e_counter c[3];
+	memset(c, 0, sizeof(c));
+	memcpy(pristine, (void *)t_short, sizeof(pristine));
+	/* a and b at the entry, c at the region's second site */
+	uint8_t *at[3] = {(uint8_t *)t_short, (uint8_t *)t_short, (uint8_t *)t_short + SECOND};
+	struct np_probe_opts o[3];
+	const struct np_probe_opts *op[3];
+	struct np_probe *p[3] = {0};
+	int errs[3];
+	unsigned n = SECOND ? 3 : 2;
+	for (unsigned k = 0; k < 3; k++) {
+		o[k] = e2e_opts(e2e_count, &c[k], NP_STRATEGY_JUMP);
+		op[k] = &o[k];
+	}
+	e2e_log_capture();
+	CHECK_EQ(np_probe_attach_many(&NP_PROBE_MANY_OPTS(.cnt = n, .addrs = (void *const *)at,
+							  .opts = op, .probes = p,
+							  .errs = errs)),
+		 (int)n);
+	run(CALLS);
+	for (unsigned k = 0; k < n; k++)
+		CHECK_EQ(c[k].hits, CALLS);
+	use_up_trampoline_memory((uint64_t)(uintptr_t)t_short);
+
+	/* the entry keeps a: the region keeps its trampoline */
+	CHECK_EQ(np_probe_detach(p[1]), 0);
+	run(CALLS);
+	CHECK_EQ(c[0].hits, 2 * CALLS);
+	CHECK_EQ(c[1].hits, CALLS);
+	if (SECOND) { /* the second site goes: the region keeps the entry */
+		CHECK_EQ(c[2].hits, 2 * CALLS);
+		CHECK_EQ(np_probe_detach(p[2]), 0);
+		run(CALLS);
+		CHECK_EQ(c[0].hits, 3 * CALLS);
+		CHECK_EQ(c[2].hits, 2 * CALLS);
+	}
+	CHECK_EQ(np_probe_detach(p[0]), 0); /* the last: the code comes back */
+	run(CALLS);
+	CHECK(memcmp(pristine, (void *)t_short, sizeof(pristine)) == 0);
+	for (unsigned k = 0; k < n; k++)
+		np_probe_free(p[k]);
+}
+
+TEST_MAIN()
