@@ -282,6 +282,12 @@ static void crashed(int sig, siginfo_t *si, void *ucv)
 		print_cycle(i - d);
 	fprintf(stderr, "\n");
 	crash_context(pc);
+#if defined(__riscv)
+	for (int r = 1; r < 32; r++)
+		fprintf(stderr, "x%d=%llx%s", r, (unsigned long long)uc->uc_mcontext.__gregs[r],
+			r % 8 ? " " : "\n");
+	fprintf(stderr, "\n");
+#endif
 	_exit(128 + sig);
 }
 
@@ -573,6 +579,7 @@ TEST(attach_detach_storm_in_batches_keeps_results_right_and_counts_exact)
 	unsigned long i;
 
 	nworkers = nworkers < 2 ? 2 : nworkers > 64 ? 64 : nworkers;
+	report_crashes(); /* also when this case runs alone */
 	sites[NSITES - 1].fn = (uint8_t *)(uintptr_t)t_mix;
 	for (size_t k = 0; k < NSITES; k++)
 		memcpy(pristine[k], sites[k].fn, FUNC_BYTES);

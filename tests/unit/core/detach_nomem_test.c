@@ -23,6 +23,7 @@
 #include "test.h"
 
 extern uint64_t t_short(uint64_t); /* x + 1 (tests/e2e/torture_<isa>.S) */
+extern uint64_t t_cmp(uint64_t, uint64_t); /* a < b, unsigned */
 
 /* The second site of t_short's first region (none on arm64, where every
  * jump covers one instruction). */
@@ -32,6 +33,12 @@ extern uint64_t t_short(uint64_t); /* x + 1 (tests/e2e/torture_<isa>.S) */
 #define SECOND 2
 #else
 #define SECOND 0
+#endif
+/* t_cmp's return: simulated under TRAP, no out-of-line copy needed */
+#if defined(__riscv)
+#define CMP_RET 4
+#else
+#define CMP_RET 8
 #endif
 #define CALLS 100
 
@@ -131,6 +138,31 @@ TEST(detaches_succeed_when_no_trampoline_memory_is_left_near_the_code)
 	CHECK(memcmp(pristine, (void *)t_short, sizeof(pristine)) == 0);
 	for (unsigned k = 0; k < n; k++)
 		np_probe_free(p[k]);
+}
+
+/* With no trampoline memory in reach, a TRAP on an instruction it
+ * simulates still goes in, with no out-of-line copy at all; a hit while
+ * it is being removed (its site gone, its breakpoint not yet) must run the
+ * instruction, not jump to that copy's address, 0 (the riscv64 batch
+ * storm lost threads there). The hit-during-removal itself is the storm's
+ * to find; here the copy-less TRAP's life. */
+TEST(a_simulated_trap_with_no_out_of_line_copy_counts_and_comes_out)
+{
+	uint8_t pristine[16], *at = (uint8_t *)t_cmp + CMP_RET;
+	struct e2e_counter c = {0};
+	memcpy(pristine, (void *)t_cmp, sizeof(pristine));
+	use_up_trampoline_memory((uint64_t)(uintptr_t)t_cmp);
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_TRAP);
+	struct np_probe *p = np_probe_attach(at, &o);
+	CHECK(p != NULL);
+	for (uint64_t i = 0; i < CALLS; i++)
+		CHECK_EQ(t_cmp(i, 50), i < 50);
+	CHECK_EQ(c.hits, CALLS);
+	CHECK_EQ(np_probe_detach(p), 0);
+	CHECK_EQ(t_cmp(1, 2), 1);
+	CHECK_EQ(c.hits, CALLS);
+	CHECK(memcmp(pristine, (void *)t_cmp, sizeof(pristine)) == 0);
+	np_probe_free(p);
 }
 
 TEST_MAIN()
