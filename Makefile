@@ -39,7 +39,7 @@ CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
 # the suites that run under qemu-riscv64 (as for arm64: no ptrace there,
 # no hardware breakpoints: e2e-watch runs its bad-input cases only)
 RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
-                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap
+                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap e2e-trapback
 # Not e2e-torture nor e2e-torture-short: a thread can still land inside a
 # jump under qemu (docs/riscv64.md, "Not done yet"); `make check-riscv64
 # RISCV64_TESTS='e2e-torture-short e2e-torture'` runs them.

@@ -62,13 +62,35 @@ static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
 		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_SHORT));
 	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
 		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_LONG));
+	/* an out-of-line copy that cannot jump back traps back (build) */
+	if (!*at && r->strategy == NP_STRATEGY_TRAP)
+		*at = np_codemem_alloc(r->start, cap, 0);
 	return *at;
 }
 
-/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
-static int build(struct np_region *r)
+typedef int make_tramp_fn(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at);
+
+/* An out-of-line copy with no way to jump back (no trampoline memory
+ * within a jump's reach of the site, and no register known to be free
+ * after the instruction: riscv64's jal reaches 1 MiB, less than a large
+ * program's text): the copy ends with a breakpoint instead, whose
+ * SIGTRAP sends the thread back to the region's end (trap.c). */
+static int make_trap_back(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
 {
-	size_t cap = np_host_tramp_size(r);
+	struct np_reloc rl = {.src = r->orig, .src_len = r->insn[0].len, .src_pc = r->start,
+			      .dst = buf, .dst_cap = cap, .dst_pc = at, .resume_pc = 0};
+	int n = np_host_isa->relocate_via ? np_host_isa->relocate_via(&rl, &r->scratch)
+					  : np_host_isa->relocate(&rl);
+	if (n < 0)
+		return n;
+	int tail = np_trap_back_tail(buf + n, cap - (size_t)n, at + (uint64_t)n, r->end);
+	r->tramp_off[0] = 0;
+	return tail < 0 ? tail : n + tail;
+}
+
+/* Write a trampoline of at most cap bytes for r, made by make. */
+static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
+{
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -79,7 +101,7 @@ static int build(struct np_region *r)
 	} else {
 		place(r, cap, &at);
 	}
-	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
+	int n = at ? make(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
 		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
 	free(buf);
@@ -92,6 +114,16 @@ static int build(struct np_region *r)
 	r->tramp_len = (size_t)n;
 	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (patch.c) */
 	return 0;
+}
+
+/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
+static int build(struct np_region *r)
+{
+	int err = build_with(r, np_host_tramp_size(r), np_host_build_tramp);
+	if (err == -ERANGE && r->strategy == NP_STRATEGY_TRAP &&
+	    r->insn[0].cls != NP_INSN_SIMULATED)
+		err = build_with(r, np_host_tramp_size(r) + NP_TRAP_BACK_TAIL, make_trap_back);
+	return err;
 }
 
 /* The jump to r's trampoline; a pinned one must end with the code's own
