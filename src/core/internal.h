@@ -331,6 +331,7 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 bool np_codemem_holds(uint64_t pc);
+bool np_codemem_equals(uint64_t addr, const void *bytes, size_t len);
 void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land);
 bool np_codemem_lands_inside(uint64_t start, uint64_t end);
 bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end);

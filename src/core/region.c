@@ -2,7 +2,9 @@
 /*
  * Regions: runs of instructions patched as one unit, and their trampolines.
  *
- * A JUMP region is rebuilt whenever its set of sites changes: a new
+ * A JUMP region is rebuilt when its set of sites or their probes change
+ * what its trampoline would hold (not when a probe joins a site whose
+ * block calls np__dispatch with the site alone, riscv64's): a new
  * trampoline is written next to the old one, the jump at the region start
  * is re-pointed (breakpoint first, see patch.c), and the old trampoline is
  * retired. Threads still inside the old one finish there: it still jumps
@@ -480,10 +482,29 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 	return err;
 }
 
+/* Would r's trampoline, built again where it is, be the one it has? Then
+ * nothing that changed shows in it (riscv64's and arm64's site blocks pass
+ * the site to np__dispatch, which reads the probes it has now; x86-64's
+ * call a lone handler directly), and it stays: no trampoline memory
+ * taken, no jump re-pointed, no batch flushed for it. */
+static bool tramp_unchanged(const struct np_region *r)
+{
+	struct np_region again = *r; /* building sets tramp_off */
+	size_t cap = np_host_tramp_size(r);
+	uint8_t *buf = malloc(cap);
+	int n = buf ? np_host_build_tramp(&again, buf, cap, r->tramp) : -ENOMEM;
+	bool same = n >= 0 && (size_t)n == r->tramp_len && !r->pin &&
+		    np_codemem_equals(r->tramp, buf, (size_t)n);
+	free(buf);
+	return same;
+}
+
 int np_region_refresh(struct np_region *r)
 {
 	if (r->strategy != NP_STRATEGY_JUMP)
 		return 0; /* an out-of-line copy has no handler blocks */
+	if (tramp_unchanged(r))
+		return 0;
 	uint64_t old = r->tramp;
 	size_t old_len = r->tramp_len;
 	int err = build(r);
