@@ -47,8 +47,8 @@ RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
 # builds from a later release (bookworm has none), unpacked with their libc
 # and the agent's libelf by cross/riscv64-sysroot.sh into a root of their
 # own under $(BUILD_RISCV64), never installed; qemu-riscv64 -L runs them.
-RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1
-RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
+RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1 python3-minimal libpython3-stdlib
+RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
 RISCV64_DIFF_SCALE ?= 0.2
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
