@@ -39,14 +39,14 @@ CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
 # the suites that run under qemu-riscv64 (as for arm64: no ptrace there,
 # no hardware breakpoints: e2e-watch runs its bad-input cases only)
 RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
-                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap \
+                  e2e-sigchain e2e-watch e2e-many e2e-agent-heap e2e-trapback \
                   e2e-torture-short e2e-torture core-detach-nomem
 # the differential runs on riscv64 (docs/reliability.md): Debian's riscv64
 # builds from a later release (bookworm has none), unpacked with their libc
 # and the agent's libelf by cross/riscv64-sysroot.sh into a root of their
 # own under $(BUILD_RISCV64), never installed; qemu-riscv64 -L runs them.
-RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1
-RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
+RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1 python3-minimal libpython3-stdlib
+RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
 RISCV64_DIFF_SCALE ?= 0.2
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)

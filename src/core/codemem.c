@@ -452,6 +452,22 @@ int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 	return 0;
 }
 
+/* Does trampoline memory hold these bytes at addr, or is it about to
+ * (staged, not written yet)? Each byte of it is written once. */
+bool np_codemem_equals(uint64_t addr, const void *bytes, size_t len)
+{
+	const uint8_t *b = bytes;
+	if (!len || !chunk_of(addr) || chunk_of(addr) != chunk_of(addr + len - 1))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		uint64_t a = addr + i;
+		bool staged = stage.len && a >= stage.at && a - stage.at < stage.len;
+		if ((staged ? stage.buf[a - stage.at] : *(const uint8_t *)(uintptr_t)a) != b[i])
+			return false;
+	}
+	return true;
+}
+
 int np_code_write(uint64_t addr, const void *src, size_t len)
 {
 	int err = stage_flush();

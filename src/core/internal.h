@@ -248,6 +248,11 @@ int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
 			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
 			    void *cookie);
 int np_trap_init(void);
+/* The end of an out-of-line copy that cannot jump back: a breakpoint and
+ * where to go from it (at most NP_TRAP_BACK_TAIL bytes, written at pc).
+ * Returns its length, or -ENOSPC. */
+#define NP_TRAP_BACK_TAIL 40
+int np_trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume);
 /* The stop signal may interrupt the SIGTRAP handler where a handler's
  * sa_mask is not honoured (qemu-riscv64 7.2): how deep the thread is in
  * it, its entry, and the answer it then gives on the way out (patch.c). */
@@ -327,6 +332,7 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len);
 void np_codemem_retire(uint64_t addr, size_t len);
 bool np_codemem_holds(uint64_t pc);
+bool np_codemem_equals(uint64_t addr, const void *bytes, size_t len);
 void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land);
 bool np_codemem_lands_inside(uint64_t start, uint64_t end);
 bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end);

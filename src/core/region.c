@@ -2,7 +2,9 @@
 /*
  * Regions: runs of instructions patched as one unit, and their trampolines.
  *
- * A JUMP region is rebuilt whenever its set of sites changes: a new
+ * A JUMP region is rebuilt when its set of sites or their probes change
+ * what its trampoline would hold (not when a probe joins a site whose
+ * block calls np__dispatch with the site alone, riscv64's): a new
  * trampoline is written next to the old one, the jump at the region start
  * is re-pointed (breakpoint first, see patch.c), and the old trampoline is
  * retired. Threads still inside the old one finish there: it still jumps
@@ -62,13 +64,35 @@ static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
 		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_SHORT));
 	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
 		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_LONG));
+	/* an out-of-line copy that cannot jump back traps back (build) */
+	if (!*at && r->strategy == NP_STRATEGY_TRAP)
+		*at = np_codemem_alloc(r->start, cap, 0);
 	return *at;
 }
 
-/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
-static int build(struct np_region *r)
+typedef int make_tramp_fn(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at);
+
+/* An out-of-line copy with no way to jump back (no trampoline memory
+ * within a jump's reach of the site, and no register known to be free
+ * after the instruction: riscv64's jal reaches 1 MiB, less than a large
+ * program's text): the copy ends with a breakpoint instead, whose
+ * SIGTRAP sends the thread back to the region's end (trap.c). */
+static int make_trap_back(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
 {
-	size_t cap = np_host_tramp_size(r);
+	struct np_reloc rl = {.src = r->orig, .src_len = r->insn[0].len, .src_pc = r->start,
+			      .dst = buf, .dst_cap = cap, .dst_pc = at, .resume_pc = 0};
+	int n = np_host_isa->relocate_via ? np_host_isa->relocate_via(&rl, &r->scratch)
+					  : np_host_isa->relocate(&rl);
+	if (n < 0)
+		return n;
+	int tail = np_trap_back_tail(buf + n, cap - (size_t)n, at + (uint64_t)n, r->end);
+	r->tramp_off[0] = 0;
+	return tail < 0 ? tail : n + tail;
+}
+
+/* Write a trampoline of at most cap bytes for r, made by make. */
+static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
+{
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -79,7 +103,7 @@ static int build(struct np_region *r)
 	} else {
 		place(r, cap, &at);
 	}
-	int n = at ? np_host_build_tramp(r, buf, cap, at) : -ENOMEM;
+	int n = at ? make(r, buf, cap, at) : -ENOMEM;
 	if (n >= 0)
 		n = np_codemem_fill(at, buf, (size_t)n) ?: n;
 	free(buf);
@@ -92,6 +116,16 @@ static int build(struct np_region *r)
 	r->tramp_len = (size_t)n;
 	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (patch.c) */
 	return 0;
+}
+
+/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
+static int build(struct np_region *r)
+{
+	int err = build_with(r, np_host_tramp_size(r), np_host_build_tramp);
+	if (err == -ERANGE && r->strategy == NP_STRATEGY_TRAP &&
+	    r->insn[0].cls != NP_INSN_SIMULATED)
+		err = build_with(r, np_host_tramp_size(r) + NP_TRAP_BACK_TAIL, make_trap_back);
+	return err;
 }
 
 /* The jump to r's trampoline; a pinned one must end with the code's own
@@ -448,10 +482,29 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 	return err;
 }
 
+/* Would r's trampoline, built again where it is, be the one it has? Then
+ * nothing that changed shows in it (riscv64's and arm64's site blocks pass
+ * the site to np__dispatch, which reads the probes it has now; x86-64's
+ * call a lone handler directly), and it stays: no trampoline memory
+ * taken, no jump re-pointed, no batch flushed for it. */
+static bool tramp_unchanged(const struct np_region *r)
+{
+	struct np_region again = *r; /* building sets tramp_off */
+	size_t cap = np_host_tramp_size(r);
+	uint8_t *buf = malloc(cap);
+	int n = buf ? np_host_build_tramp(&again, buf, cap, r->tramp) : -ENOMEM;
+	bool same = n >= 0 && (size_t)n == r->tramp_len && !r->pin &&
+		    np_codemem_equals(r->tramp, buf, (size_t)n);
+	free(buf);
+	return same;
+}
+
 int np_region_refresh(struct np_region *r)
 {
 	if (r->strategy != NP_STRATEGY_JUMP)
 		return 0; /* an out-of-line copy has no handler blocks */
+	if (tramp_unchanged(r))
+		return 0;
 	uint64_t old = r->tramp;
 	size_t old_len = r->tramp_len;
 	uint32_t old_off[NP_MAX_REGION_INSNS]; /* build writes them as it goes */

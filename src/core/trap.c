@@ -218,6 +218,43 @@ __attribute__((no_sanitize("address"))) static void trap_hit(struct np_region *r
 	np_host_regs_to_uc(&ctx.regs, uc);
 }
 
+/* The tail of an out-of-line copy that cannot jump back (region.c): a
+ * breakpoint, then, at the next 8-byte boundary, the address to resume at
+ * and its complement. No other breakpoint runs in trampoline memory (no
+ * ISA relocates one: it is refused as another debugger's), and the
+ * complement tells a tail from what a bug might run instead (filler).
+ * The memory is never reused, so a thread still inside a retired copy
+ * finds its way back as well. */
+static uint64_t trap_back_words(uint64_t trap_at)
+{
+	return (trap_at + np_host_isa->trap_len + 7) & ~7ull;
+}
+
+int np_trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume)
+{
+	size_t n = (size_t)(trap_back_words(pc) - pc);
+	uint64_t words[2] = {resume, ~resume};
+	if (n + sizeof(words) > cap)
+		return -ENOSPC;
+	for (size_t i = 0; i < n; i += np_host_isa->trap_len)
+		np_host_isa->emit_trap(buf + i); /* the first one runs: padding after it */
+	memcpy(buf + n, words, sizeof(words));
+	return (int)(n + sizeof(words));
+}
+
+/* Is the breakpoint at 'at' such a tail? Then where to resume. */
+static bool trap_back(uint64_t at, uint64_t *resume)
+{
+	uint64_t words[2], w = trap_back_words(at);
+	if (!np_codemem_holds(at) || !np_codemem_holds(w + sizeof(words) - 1))
+		return false;
+	np_copy(words, (const void *)(uintptr_t)w, sizeof(words));
+	if (words[1] != ~words[0])
+		return false;
+	*resume = words[0];
+	return true;
+}
+
 enum trap_kind { TRAP_OURS, TRAP_GONE, TRAP_FOREIGN };
 
 /* Whose breakpoint is at 'at'. The table lookup and the look at the byte
@@ -271,9 +308,13 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(siginfo_t *si, u
 	}
 	if (si->si_code == NP_TRAP_PERF) /* a perf event's: ours is a watch */
 		return !np_watch_trap(si, uc);
-	atomic_fetch_add(&readers, 1);
 	np_host_regs_from_uc(&regs, uc);
 	uint64_t at = regs.pc - np_host_isa->trap_pc_after;
+	if (trap_back(at, &regs.pc)) { /* out of line, and back: no hit */
+		np_host_regs_to_uc(&regs, uc);
+		return false;
+	}
+	atomic_fetch_add(&readers, 1);
 	enum trap_kind kind = classify(at, &r);
 	if (kind == TRAP_OURS) {
 		trap_hit(r, at, uc);

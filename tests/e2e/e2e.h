@@ -9,10 +9,12 @@
 #define NP_E2E_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <nanoprobe/nanoprobe.h>
@@ -94,6 +96,47 @@ static inline int e2e_ncpus(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n > 0 ? (int)n : 1;
+}
+
+/* Every unmapped page within 'reach' of addr, mapped PROT_NONE: no
+ * trampoline memory can go there afterwards (the heap cannot grow by brk
+ * either; malloc falls back to mmap). */
+static inline int e2e_reserve_around(uint64_t addr, uint64_t reach)
+{
+	const uint64_t floor = 1ull << 20;
+	uint64_t lo = addr > reach + floor ? (addr - reach) & ~0xfffull : floor, hi = addr + reach;
+	uint64_t at = lo, s, e;
+	char line[512];
+	int gaps = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	/* the mappings in address order: the gaps are between them */
+	for (bool more = true; more && at < hi;) {
+		more = fgets(line, sizeof(line), f) != NULL;
+		if (!more || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			s = e = hi;
+		if (e <= at)
+			continue;
+		uint64_t gap_end = s < hi ? s : hi;
+		if (gap_end > at) {
+			void *p = mmap((void *)at, gap_end - at, PROT_NONE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+				       -1, 0);
+			if (p != (void *)at) {
+				fprintf(stderr, "# cannot reserve 0x%lx..0x%lx\n", at, gap_end);
+				if (p != MAP_FAILED)
+					munmap(p, gap_end - at);
+				fclose(f);
+				return -1;
+			}
+			gaps++;
+		}
+		at = e > at ? e : at;
+	}
+	fclose(f);
+	printf("# reserved %d gaps within %lu MiB of 0x%lx\n", gaps, reach >> 20, addr);
+	return 0;
 }
 
 #endif

@@ -39,44 +39,6 @@ static uint64_t want_entry(uint64_t x) { return 3 * x + 7; }
 static uint64_t want_branch(uint64_t x) { return x ? x + 100 : 1; }
 static uint64_t want_call(uint64_t x) { return want_entry(x) + 1000; }
 
-/* Every unmapped page within REACH of addr, mapped PROT_NONE. */
-static int reserve_around(uint64_t addr)
-{
-	uint64_t lo = addr > REACH + MIB ? (addr - REACH) & ~0xfffull : MIB, hi = addr + REACH;
-	uint64_t at = lo, s, e;
-	char line[512];
-	int gaps = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return -1;
-	/* the mappings in address order: the gaps are between them */
-	for (bool more = true; more && at < hi;) {
-		more = fgets(line, sizeof(line), f) != NULL;
-		if (!more || sscanf(line, "%lx-%lx", &s, &e) != 2)
-			s = e = hi;
-		if (e <= at)
-			continue;
-		uint64_t gap_end = s < hi ? s : hi;
-		if (gap_end > at) {
-			void *p = mmap((void *)at, gap_end - at, PROT_NONE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-				       -1, 0);
-			if (p != (void *)at) {
-				fprintf(stderr, "# cannot reserve 0x%lx..0x%lx\n", at, gap_end);
-				if (p != MAP_FAILED)
-					munmap(p, gap_end - at);
-				fclose(f);
-				return -1;
-			}
-			gaps++;
-		}
-		at = e > at ? e : at;
-	}
-	fclose(f);
-	printf("# reserved %d gaps within 130 MiB of 0x%lx\n", gaps, addr);
-	return 0;
-}
-
 static bool is_long_jump(const uint8_t *site)
 {
 	uint32_t w[3];
@@ -153,7 +115,7 @@ TEST(with_no_memory_in_b_reach_auto_takes_the_long_jump_form)
 	struct np_probe *p[NT];
 	for (int i = 0; i < NT; i++)
 		memcpy(saved[i], targets[i].site, 12);
-	CHECK_EQ(reserve_around((uintptr_t)far_entry), 0);
+	CHECK_EQ(e2e_reserve_around((uintptr_t)far_entry, REACH), 0);
 	for (int i = 0; i < NT; i++) {
 		struct np_probe_opts o = e2e_opts(e2e_count, &counts[i], NP_STRATEGY_AUTO);
 		p[i] = np_probe_attach(targets[i].site, &o);
@@ -201,7 +163,7 @@ TEST(in_guarded_code_a_site_beyond_b_reach_falls_back_to_trap)
 	bool guarded = getauxval(AT_HWCAP2) & HWCAP2_BTI;
 	fn_t *volatile fn = pac_a_twice;
 
-	CHECK_EQ(reserve_around((uintptr_t)pac_a_twice), 0);
+	CHECK_EQ(e2e_reserve_around((uintptr_t)pac_a_twice, REACH), 0);
 	struct np_probe *p = np_probe_attach((void *)pac_a_twice, &o);
 	CHECK(p != NULL);
 	if (!p)
