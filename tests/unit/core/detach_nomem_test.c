@@ -11,10 +11,8 @@
  * probes that stay must count, those that went must not, and the code
  * must come back whole.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/internal.h"
 #include "core/maps.h"
@@ -42,44 +40,12 @@ extern uint64_t t_cmp(uint64_t, uint64_t); /* a < b, unsigned */
 #endif
 #define CALLS 100
 
-/* Every gap of the address space in [lo, hi) mapped PROT_NONE (the
- * mappings, read in address order, bound the gaps). */
-static void reserve_gaps(uint64_t lo, uint64_t hi)
-{
-	char line[512];
-	unsigned long s, e;
-	uint64_t at = lo;
-	FILE *f = fopen("/proc/self/maps", "re");
-	CHECK(f != NULL);
-	for (bool more = f != NULL; more && at < hi;) {
-		more = fgets(line, sizeof(line), f) != NULL;
-		if (!more || sscanf(line, "%lx-%lx", &s, &e) != 2)
-			s = e = hi;
-		uint64_t end = s < hi ? s : hi;
-		if (end > at) {
-			void *got = mmap((void *)at, end - at, PROT_NONE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-						 MAP_FIXED_NOREPLACE,
-					 -1, 0);
-			if (got != (void *)at)
-				fprintf(stderr, "# cannot reserve 0x%llx..0x%llx: %s\n",
-					(unsigned long long)at, (unsigned long long)end,
-					strerror(errno));
-			CHECK(got == (void *)at);
-		}
-		at = e > at ? e : at;
-	}
-	if (f)
-		fclose(f);
-	np_maps_invalidate();
-}
-
 /* No trampoline memory left within reach of addr. */
 static void use_up_trampoline_memory(uint64_t addr)
 {
 	uint64_t reach = np_plan_reach(NP_JUMP_SHORT) + (1u << 20);
-	reserve_gaps(addr > reach ? (addr - reach) & ~4095ull : 4096,
-		     (addr + reach + 4095) & ~4095ull);
+	CHECK_EQ(e2e_reserve_around(addr, reach), 0);
+	np_maps_invalidate(); /* the engine's cached map predates them */
 	unsigned taken = 0;
 	for (size_t len = 4096; len >= 8; len /= 8)
 		while (np_codemem_alloc(addr, len, np_plan_reach(NP_JUMP_SHORT)))
