@@ -5,9 +5,10 @@
 usage: test_analyze.py NANOPROBE FIXTURE_RISCV64.so [FIXTURE_ARM64.so]
 
 The riscv64 fixture (fixtures/analyze_riscv64.S) has functions written so
-that each site's strategy and reason are known. The Debian cross libcs
-The arm64 fixture (fixtures/analyze_arm64.S) has a function beyond b's
-reach, whose sites take the long form. The Debian cross libcs
+that each site's strategy and reason are known. The arm64 fixture
+(fixtures/analyze_arm64.S) has functions beyond b's reach, whose sites take
+the long form, or trap with an out-of-line copy that jumps back, or, with
+no register free after the instruction, traps back. The Debian cross libcs
 (libc6-riscv64-cross, libc6-arm64-cross) and the host libc are checked
 for the report's shape and its internal consistency; on the host libc the
 strategies must agree with the engine's own planner (`nanoprobe list`).
@@ -58,12 +59,15 @@ def analyze_json(path, *args):
 
 def check_shape(path, sites, summary, arch, regs):
     """Every field, and a summary that adds up to the sites printed."""
-    keys = {"type", "addr", "function", "offset", "entry", "strategy", "form", "free", "why"}
+    keys = {"type", "addr", "function", "offset", "entry", "strategy", "form", "free", "why",
+            "trap_back"}
     for s in sites:
         check(set(s) == keys, f"site keys {sorted(s)}")
         check(s["strategy"] in STRATEGIES, f"strategy {s['strategy']}")
         check((s["form"] is not None) == (s["strategy"] == "jump"), f"form of {s}")
         check((s["why"] is None) == (s["strategy"] == "jump"), f"why of {s}")
+        check(s.get("trap_back") in (True, False) and
+              (not s.get("trap_back") or s["strategy"] == "trap-out-of-line"), f"trap_back of {s}")
         check(s["entry"] == (s["offset"] == 0), f"entry of {s}")
     check(summary.get("arch") == arch, f"{path}: arch {summary.get('arch')}")
     check(summary.get("paper") == {"one_free_register": 0.683, "free_both_ways": 0.51},
@@ -76,6 +80,7 @@ def check_shape(path, sites, summary, arch, regs):
     check(c.get("jump") == by["jump"] and c.get("rejected") == by["rejected"] and
           c.get("trap_simulated") == by["trap-simulated"] and
           c.get("trap_out_of_line") == by["trap-out-of-line"], f"counts {c} vs {by}")
+    check(c.get("trap_back") == sum(bool(s.get("trap_back")) for s in sites), f"trap_back {c}")
     check(c.get("jump_short", -1) + c.get("jump_long", -1) == c.get("jump"), "jump forms")
     check(c.get("entries_trap_free") == sum(s["entry"] and s["strategy"] == "jump"
                                             for s in sites), "entries trap-free")
@@ -125,8 +130,18 @@ def fixture_sites_get_their_strategies_and_reasons():
     expect("far_fn", 0, "jump", "auipc+jalr")
     # its ret: the jump goes at the addi before it, through a free register
     expect("far_fn", 16, "jump", "auipc+jalr")
-    expect("far_busy", 20, "rejected", why="no free register for the jump back")
+    # no register free after the add at +20 (t1, t3..t6 live; the rest
+    # not proven dead) and no slot within jal's reach: the engine's copy
+    # traps back (region.c, make_trap_back) where it cannot jump back
+    for off in range(16, 40, 4):
+        expect("far_busy", off, "trap-out-of-line", why="the copy jumps back by a trap")
+        check(at.get(("far_busy", off), {}).get("trap_back"), f"far_busy+{off} traps back")
     expect("far_busy", 40, "trap-simulated", why="no free register at the site")
+    check(at.get(("far_busy", 40), {}).get("trap_back") is False,
+          "a simulated ret needs no copy")
+    check(at.get(("compressed_target", 0), {}).get("trap_back") is False,
+          "c.mv's copy jumps back by jal")
+    check(summary.get("counts", {}).get("trap_back") == 6, f"six copies trap back: {summary}")
     for s in sites:
         check(set(s["free"]) <= RV_NAMES, f"never zero, sp, gp, tp: {s['free']}")
 
@@ -165,7 +180,15 @@ def arm64_fixture_beyond_b_reach_takes_the_long_form():
           "three displaced words: a branch into the second refuses the jump")
     check("x16" in at[("far_fn", 0)]["free"] and "x18" not in at[("far_fn", 0)]["free"],
           "AAPCS64 at an entry: x16 free, never x18")
-    check(summary.get("counts", {}).get("jump_long") == 7, f"seven long jumps: {summary}")
+    for off in range(0, 0x4c, 4):
+        s = at.get(("far_busy", off), {})
+        want = ("jump", False) if off < 0x1c else ("trap-out-of-line", off >= 0x20) \
+            if off < 0x48 else ("trap-simulated", False)
+        check((s.get("strategy"), s.get("trap_back")) == want, f"far_busy+{off:#x}: {s}")
+    check("the copy jumps back by a trap" in at.get(("far_busy", 0x20), {}).get("why", ""),
+          "the reason says the copy traps back")
+    check(summary.get("counts", {}).get("jump_long") == 14, f"14 long jumps: {summary}")
+    check(summary.get("counts", {}).get("trap_back") == 10, f"ten copies trap back: {summary}")
 
 
 @case
@@ -222,7 +245,8 @@ def text_report_prints_every_site_and_the_summary_table():
     lines = out.splitlines()
     check(lines[0].endswith("(riscv64)"), lines[0] if lines else "no output")
     for want in ["one free register at the site", "68.3%", "free registers both ways",
-                 "51%", "trap-free (JUMP)", "TRAP simulated", "TRAP out of line", "rejected",
+                 "51%", "trap-free (JUMP)", "TRAP simulated", "TRAP out of line",
+                 "back by a second trap", "rejected",
                  "function entries trap-free", "why not JUMP"]:
         check(want in out, f"summary has '{want}'")
     check(sum(l.startswith("  0x") for l in lines) == len(analyze_json(FIXTURE)[0]),

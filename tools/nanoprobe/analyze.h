@@ -59,9 +59,12 @@ struct an_site {
 	uint64_t start;     /* JUMP: where the jump goes: pc, or the instruction
 			     * before when none fits at pc (plan.c) */
 	uint64_t end;       /* JUMP: the displaced bytes are [start, end) */
-	uint64_t place;     /* JUMP: the trampoline address planned with */
+	uint64_t place;     /* JUMP: the trampoline address planned with;
+			     * TRAP out of line: the copy's */
 	bool falls;         /* JUMP: the displaced code falls through to end */
-	char why[160];     /* why not JUMP (for TRAP), or why REJECTED */
+	bool trap_back;     /* TRAP out of line: the copy cannot jump back and
+			     * ends with a breakpoint (a second trap per hit) */
+	char why[224];     /* why not JUMP (for TRAP), or why REJECTED */
 };
 
 /* Decode and analyse the function; jump tables are read through mem (the

@@ -14,7 +14,10 @@
  *          register free where it lands when jal cannot reach).
  *   TRAP   one breakpoint: simulated when the class says so, else the
  *          instruction out of line in a slot near the code (relocate()
- *          into the slot must succeed) with a jump back.
+ *          into the slot must succeed) with a jump back; where the jump
+ *          back cannot be made (-ERANGE: beyond the short jump's reach
+ *          and no register free after the instruction) the copy ends
+ *          with a second breakpoint instead (region.c's make_trap_back).
  *   REJECT with the reason of the instruction's class, or of the sequence
  *          it sits in (between an lr and its sc).
  */
@@ -201,19 +204,34 @@ static bool cover(const struct an_func *f, uint64_t pc, unsigned need, uint64_t 
 	return true;
 }
 
-static bool relocates(const struct an_func *f, uint64_t pc, uint64_t end, bool falls,
-		      uint64_t dst, struct an_site *s)
+/* relocate() of [pc, end) into a trampoline at dst, as the engine runs
+ * it (through the registers free over the bytes and where they end),
+ * jumping back to resume (0: no jump back). 0 or -errno. */
+static int relocate_to(const struct an_func *f, uint64_t pc, uint64_t end, uint64_t resume,
+		       uint64_t dst)
 {
 	uint8_t out[256];
 	struct np_reloc r = {f->code + (pc - f->start), end - pc, pc, out, sizeof(out), dst,
-			     falls ? end : 0};
+			     resume};
 	struct np_reloc_scratch sc = {f->have_fr ? np_freereg_over(&f->fr, pc, end) : 0,
 				      free_at(f, end)};
 	int n = f->isa->relocate_via ? f->isa->relocate_via(&r, &sc) : f->isa->relocate(&r);
 
-	if (n >= 0)
+	return n < 0 ? n : 0;
+}
+
+/* Does [pc, end) relocate to dst, jumping back to end when it falls
+ * through? *err (when not NULL) gets relocate()'s error. */
+static bool relocates(const struct an_func *f, uint64_t pc, uint64_t end, bool falls,
+		      uint64_t dst, struct an_site *s, int *err)
+{
+	int n = relocate_to(f, pc, end, falls ? end : 0, dst);
+
+	if (err)
+		*err = n;
+	if (!n)
 		return true;
-	if (n == -ERANGE && !sc.resume)
+	if (n == -ERANGE && !free_at(f, end))
 		return why_not(s, "no free register for the jump back to 0x%llx",
 			   (unsigned long long)end);
 	return why_not(s, "cannot relocate 0x%llx..0x%llx: %s", (unsigned long long)pc,
@@ -248,7 +266,7 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	if (!place)
 		return why_not(s, "no trampoline place within %s's reach", short_form(f->isa));
 	if (!cover(f, pc, f->isa->jump_len, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, place, s))
+	    !relocates(f, pc, end, falls, place, s, NULL))
 		return false;
 	s->form = short_form(f->isa);
 	s->start = pc;
@@ -294,7 +312,7 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 	if (!s->free_in)
 		return why_not(s, "no free register at the site for the long jump");
 	if (!cover(f, pc, (unsigned)need, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, far, s))
+	    !relocates(f, pc, end, falls, far, s, NULL))
 		return false;
 	s->form = an_long_form(f->isa);
 	s->start = pc;
@@ -304,18 +322,37 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 	return true;
 }
 
+/* The out-of-line copy's slot: near the code (the short jump's reach),
+ * else where the long form's trampoline would go. The engine's build()
+ * (region.c): a copy whose relocation fails with -ERANGE (no jump back:
+ * the slot is beyond the short jump's reach and no register is free
+ * after the instruction) is made again with no jump back, ending with a
+ * breakpoint whose SIGTRAP sends the thread on (two traps per hit). Any
+ * other failure, or one of the instruction itself, rejects the site. */
 static void plan_trap(const struct an_func *f, const struct np_insn *in, struct an_site *s)
 {
-	uint64_t slot = near_place(f, in->pc);
+	uint64_t slot = near_place(f, in->pc), end = in->pc + in->len;
+	char why_jump[sizeof(s->why)];
+	int err;
 
 	if (in->cls == NP_INSN_SIMULATED) {
 		s->kind = AN_TRAP_SIM;
 		return;
 	}
+	if (!slot)
+		slot = f->layout->far ? f->layout->far : in->pc + far_offset(f->isa);
 	s->kind = AN_TRAP_OOL;
-	if (!relocates(f, in->pc, in->pc + in->len, !(in->flags & NP_INSN_NOFALL),
-		       slot ? slot : in->pc + far_offset(f->isa), s))
-		s->kind = AN_REJECT;
+	s->place = slot;
+	memcpy(why_jump, s->why, sizeof(why_jump));
+	if (relocates(f, in->pc, end, !(in->flags & NP_INSN_NOFALL), slot, s, &err))
+		return;
+	if (err == -ERANGE && relocate_to(f, in->pc, end, 0, slot) == 0) {
+		s->trap_back = true;
+		snprintf(s->why, sizeof(s->why), "%s; the copy jumps back by a trap", why_jump);
+		return;
+	}
+	s->kind = AN_REJECT;
+	s->place = 0;
 }
 
 /* The instruction just before pc in the function, or 0 (plan.c's

@@ -5,12 +5,13 @@
  * How much of a real binary can be probed without a trap. For every
  * function (the symbols `list` shows) and every instruction boundary in
  * it: the strategy a probe there would get (JUMP and its form, TRAP
- * simulated, TRAP out of line, rejected) and why it is not JUMP, then a
- * summary in the terms of 003_2060ca1e897bea36.txt, whose riscv64 kernel
- * figures are printed beside ours: the share of sites with one free
- * register (68.3% there), the share with a free register both at the
- * site and where an auipc+jalr patch's jump back lands (51% there), the
- * share that is trap-free, and the share of function entries that are.
+ * simulated, TRAP out of line with a jump back or a second trap,
+ * rejected) and why it is not JUMP, then a summary in the terms of
+ * 003_2060ca1e897bea36.txt, whose riscv64 kernel figures are printed
+ * beside ours: the share of sites with one free register (68.3% there),
+ * the share with a free register both at the site and where an
+ * auipc+jalr patch's jump back lands (51% there), the share that is
+ * trap-free, and the share of function entries that are.
  *
  * It runs on any host for any ISA with a pure layer in this build: the
  * planning is over the file's bytes (analyze_site.c). --arch names the
@@ -58,6 +59,7 @@ struct an_opts {
 struct an_stats {
 	size_t functions, sites, entries;
 	size_t kind[AN_NKINDS], jump_short, one_free, one_free_plain, both_free, entries_free;
+	size_t trap_back; /* of TRAP out of line: the copy traps back */
 	struct {
 		char text[96];
 		size_t n;
@@ -215,7 +217,7 @@ static void print_site(FILE *out, const struct np_isa *isa, const struct np_sym 
 		fputs("null", out);
 	else
 		quote_json(out, s->why);
-	fputs("}\n", out);
+	fprintf(out, ",\"trap_back\":%s}\n", s->trap_back ? "true" : "false");
 }
 
 /* Reasons are counted with their addresses blanked, so alike ones fold. */
@@ -254,6 +256,7 @@ static void count_site(struct an_stats *st, const struct an_site *s, bool entry)
 	st->kind[s->kind]++;
 	st->jump_short += s->kind == AN_JUMP && s->form && strcmp(s->form, "auipc+jalr") &&
 			  strcmp(s->form, "adrp+add+br");
+	st->trap_back += s->trap_back;
 	st->one_free += s->free_in != 0;
 	st->one_free_plain += s->free_plain != 0;
 	st->both_free += s->free_in && s->free_back;
@@ -308,6 +311,8 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 	       pct(st->kind[AN_TRAP_SIM], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "TRAP out of line", st->kind[AN_TRAP_OOL],
 	       pct(st->kind[AN_TRAP_OOL], st->sites));
+	printf("  %-40s %9zu %7.1f%%\n", "  back by a second trap", st->trap_back,
+	       pct(st->trap_back, st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "rejected", st->kind[AN_REJECT],
 	       pct(st->kind[AN_REJECT], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "function entries trap-free", st->entries_free,
@@ -333,9 +338,11 @@ static void print_summary_json(const char *path, const struct np_isa *isa,
 	printf(",\"arch\":\"%s\",\"functions\":%zu,\"sites\":%zu,\"entries\":%zu,\"counts\":{",
 	       isa->name, st->functions, st->sites, st->entries);
 	printf("\"jump\":%zu,\"jump_short\":%zu,\"jump_long\":%zu,\"trap_simulated\":%zu,"
-	       "\"trap_out_of_line\":%zu,\"rejected\":%zu,\"entries_trap_free\":%zu",
+	       "\"trap_out_of_line\":%zu,\"rejected\":%zu,\"entries_trap_free\":%zu,"
+	       "\"trap_back\":%zu",
 	       st->kind[AN_JUMP], st->jump_short, st->kind[AN_JUMP] - st->jump_short,
-	       st->kind[AN_TRAP_SIM], st->kind[AN_TRAP_OOL], st->kind[AN_REJECT], st->entries_free);
+	       st->kind[AN_TRAP_SIM], st->kind[AN_TRAP_OOL], st->kind[AN_REJECT], st->entries_free,
+	       st->trap_back);
 	if (regs)
 		printf(",\"one_free_register\":%zu,\"one_free_register_liveness\":%zu,"
 		       "\"free_both_ways\":%zu", st->one_free, st->one_free_plain, st->both_free);
