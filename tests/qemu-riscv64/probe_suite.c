@@ -8,7 +8,10 @@
  *   auto  the strategy the planner gives: JUMP by jal to a trampoline page
  *         within 1 MiB, else TRAP (simulated or out of line);
  *   long  trampolines only beyond jal's reach: JUMP by auipc+jalr through
- *         a free register, jumping back through another;
+ *         a free register, jumping back through another; else TRAP, an
+ *         out-of-line copy there jumping back through a free register or,
+ *         with none, ending with a c.ebreak whose handler sends the
+ *         thread on (the engine's trap back, src/core/region.c);
  *   trap  every site forced to TRAP: c.ebreak, one SIGTRAP per hit,
  *         simulated or out of line with a jump back.
  *
@@ -43,6 +46,7 @@ SUITE(rv_suite_pcrel)
 SUITE(rv_suite_calls)
 SUITE(rv_suite_branches)
 SUITE(rv_suite_misc)
+SUITE(rv_suite_busy)
 extern const uint64_t __start_rv_never[], __stop_rv_never[];
 extern const uint64_t __start_rv_times[], __stop_rv_times[]; /* pairs: pc, n */
 extern char _end[];
@@ -57,6 +61,7 @@ static const struct {
 	{"calls", rv_suite_calls, rv_suite_calls_end},
 	{"branches", rv_suite_branches, rv_suite_branches_end},
 	{"misc", rv_suite_misc, rv_suite_misc_end},
+	{"busy", rv_suite_busy, rv_suite_busy_end},
 };
 
 enum mode { AUTO, LONG, TRAP };
@@ -69,8 +74,10 @@ static struct {
 	uint64_t site;
 	struct np_insn insn;
 	uint64_t ool; /* slot for an out-of-line instruction */
-	volatile uint64_t hits;
+	uint64_t back_at; /* the copy's closing c.ebreak when it traps back, or 0 */
+	volatile uint64_t hits, backs;
 } trap;
+static unsigned trap_backs; /* sites whose copy trapped back, in all */
 
 static int fail(const char *what)
 {
@@ -228,6 +235,11 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	struct np_mem mem = {mem_read, NULL, NULL};
 
 	(void)sig, (void)si;
+	if (trap.back_at && g[0] == trap.back_at) { /* out of line, and back */
+		g[0] = trap.site + trap.insn.len;
+		trap.backs++;
+		return;
+	}
 	if (g[0] != trap.site)
 		abort(); /* a breakpoint that is not ours */
 	trap.hits++;
@@ -246,20 +258,30 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	g[0] = regs.pc;
 }
 
-/* TRAP: c.ebreak at the site; an out-of-line slot in the near page. */
-static int attach_trap(const struct an_func *f, uint64_t pc, const struct np_insn *in)
+/* TRAP: c.ebreak at the site; the instruction out of line in page,
+ * jumping back, or, where the plan says it cannot (trap_back), followed
+ * by a c.ebreak that the handler answers with the site's end. */
+static int attach_trap(const struct an_func *f, uint64_t pc, const struct np_insn *in,
+		       uint8_t *page, bool trap_back)
 {
-	uint8_t *slot = near_page + SLOT;
+	uint8_t *slot = page + SLOT;
+	bool falls = !(in->flags & NP_INSN_NOFALL);
 	struct np_reloc r = {(const uint8_t *)pc, in->len, pc, slot, SLOT * 2, (uint64_t)slot,
-			     in->flags & NP_INSN_NOFALL ? 0 : pc + in->len};
+			     falls && !trap_back ? pc + in->len : 0};
 	struct np_reloc_scratch sc = {np_freereg_at(&f->fr, pc), np_freereg_at(&f->fr, pc + in->len)};
+	int n = 0;
 
 	trap.site = pc;
 	trap.insn = *in;
 	trap.ool = (uint64_t)slot;
-	trap.hits = 0;
-	if (in->cls != NP_INSN_SIMULATED && np_isa_riscv64.relocate_via(&r, &sc) < 0)
+	trap.back_at = 0;
+	trap.hits = trap.backs = 0;
+	if (in->cls != NP_INSN_SIMULATED && (n = np_isa_riscv64.relocate_via(&r, &sc)) < 0)
 		return -1;
+	if (in->cls != NP_INSN_SIMULATED && trap_back) {
+		trap.back_at = (uint64_t)slot + (uint64_t)n;
+		np_isa_riscv64.emit_trap(slot + n);
+	}
 	flush(slot, SLOT * 2);
 	np_isa_riscv64.emit_trap((uint8_t *)pc);
 	flush((void *)pc, 2);
@@ -270,7 +292,7 @@ static int attach_trap(const struct an_func *f, uint64_t pc, const struct np_ins
 /* The suite                                                             */
 
 struct tally {
-	unsigned sites, jump, trap, skipped, bad;
+	unsigned sites, jump, trap, back, skipped, bad;
 };
 
 /* Call the function; *hits is read after it returned. */
@@ -313,9 +335,23 @@ static void probe_site(unsigned i, const struct an_func *f, uint64_t pc, enum mo
 			check_run(i, pc, s.form, (volatile uint64_t *)page, t);
 			t->jump++;
 		}
-	} else if ((n = attach_trap(f, pc, &in)) > 0) {
-		check_run(i, pc, "trap", &trap.hits, t);
-		t->trap++;
+	} else {
+		/* the copy's page: where the plan put it (beyond jal's reach in
+		 * long), near for a forced TRAP the plan gave JUMP */
+		uint8_t *page = s.kind == AN_TRAP_OOL ? (uint8_t *)(s.place & ~(PAGE - 1))
+						      : near_page;
+
+		if ((n = attach_trap(f, pc, &in, page, s.trap_back)) > 0) {
+			check_run(i, pc, s.trap_back ? "trap back" : "trap", &trap.hits, t);
+			t->trap++;
+			t->back += s.trap_back;
+		}
+		if (n > 0 && trap.back_at && trap.backs != trap.hits) { /* every hit came back */
+			fprintf(stderr, "# %s+0x%llx: %llu hits, %llu back by a trap\n",
+				suites[i].name, (unsigned long long)(pc - (uint64_t)suites[i].fn),
+				(unsigned long long)trap.hits, (unsigned long long)trap.backs);
+			t->bad++;
+		}
 	}
 	if (n < 0) {
 		fprintf(stderr, "# %s+0x%llx: cannot attach\n", suites[i].name,
@@ -347,8 +383,10 @@ static bool run_suite(unsigned i, enum mode m)
 		probe_site(i, &f, pc, m, &t);
 	}
 	an_func_free(&f);
-	printf("%s %u - %s %s: %u sites, %u JUMP, %u TRAP, %u rejected\n", t.bad ? "not ok" : "ok",
-	       i * 3 + m + 1, suites[i].name, mode_names[m], t.sites, t.jump, t.trap, t.skipped);
+	printf("%s %u - %s %s: %u sites, %u JUMP, %u TRAP (%u back by a trap), %u rejected\n",
+	       t.bad ? "not ok" : "ok", i * 3 + m + 1, suites[i].name, mode_names[m], t.sites,
+	       t.jump, t.trap, t.back, t.skipped);
+	trap_backs += t.back;
 	/* each mode must have probed something, JUMP in the first two */
 	return !t.bad && (m == TRAP ? t.trap : t.jump) > 0;
 }
@@ -361,12 +399,14 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (sigaction(SIGTRAP, &sa, NULL) || map_pages() ||
-	    mprotect((void *)lo, (uint64_t)rv_suite_misc_end - lo + 4096,
+	    mprotect((void *)lo, (uint64_t)rv_suite_busy_end - lo + 4096,
 		     PROT_READ | PROT_WRITE | PROT_EXEC))
 		return fail("setup") ? 1 : 1;
 	printf("1..%zu\n", sizeof(suites) / sizeof(suites[0]) * 3);
 	for (unsigned i = 0; i < sizeof(suites) / sizeof(suites[0]); i++)
 		for (int m = AUTO; m <= TRAP; m++)
 			ok &= run_suite(i, (enum mode)m);
-	return ok ? 0 : 1;
+	if (!trap_backs) /* rv_suite_busy, long: copies that cannot jump back */
+		fprintf(stderr, "# no out-of-line copy trapped back\n");
+	return ok && trap_backs ? 0 : 1;
 }

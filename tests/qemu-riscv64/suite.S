@@ -215,3 +215,31 @@ FUNC rv_suite_misc
 	NEVER
 	ret
 ENDFUNC rv_suite_misc
+
+/* Every register the analysis may find free is live from the first add
+ * on: t1 and t3..t6 (free at the entry by the convention until written)
+ * are written first and each read later, a0 holds the sum, and nothing
+ * is written again before the end. Beyond jal's reach (long) no jump
+ * fits there and no register is free after an instruction for its
+ * out-of-line copy to jump back with: the copy traps back (region.c). */
+FUNC rv_suite_busy
+	.option norvc
+	li	t1, 1
+	li	t3, 2
+	li	t4, 3
+	li	t5, 4
+	li	t6, 5
+	add	a0, t1, t3
+	add	a0, a0, t4
+	add	a0, a0, t5
+	add	a0, a0, t6
+	addi	a0, a0, -15
+	bnez	a0, 9f
+	li	a0, MAGIC
+	ret
+9:	NEVER
+	li	a0, 0
+	NEVER
+	ret
+	.option rvc
+ENDFUNC rv_suite_busy
