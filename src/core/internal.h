@@ -135,6 +135,14 @@ struct np_region {
 	uint32_t tramp_off[NP_MAX_REGION_INSNS]; /* where each insn's block starts */
 	uint64_t tramp;               /* trampoline or out-of-line slot */
 	size_t tramp_len;
+	/* What the SIGTRAP handler sends threads to: tramp and tramp_off as
+	 * they were when r last entered the trap table, which is always after
+	 * its trampoline was written (trap.c, np_region_published). */
+	struct {
+		uint32_t seq;         /* odd while the engine writes it */
+		uint64_t tramp;
+		uint32_t off[NP_MAX_REGION_INSNS];
+	} pub;
 	/* JUMP: the patch is jump_len bytes; jump_via != 0 means the long
 	 * form through one of those registers (free at the site), for ISAs
 	 * whose far jump needs one (np_isa.emit_jump_via: riscv64). */
@@ -242,6 +250,7 @@ void np_region_forget(struct np_region *r); /* removed: unlink, retire */
 /* Lock-free lookup of breakpoints, for the trap handler. */
 struct np_region *np_trap_lookup(uint64_t addr);
 int np_trap_table_put(uint64_t addr, struct np_region *region);
+uint64_t np_trap_block(const struct np_region *r, uint64_t at);
 int np_trap_table_drop(uint64_t addr);
 int np_trap_table_move(const struct np_region *from, struct np_region *to);
 int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,

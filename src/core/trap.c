@@ -85,6 +85,56 @@ struct np_region *np_trap_lookup(uint64_t addr)
 	return lookup(atomic_load_explicit(&table, memory_order_acquire), addr);
 }
 
+/* r's trampoline, for the SIGTRAP handler to send threads to. Called as
+ * r enters the trap table, which follows the write of its trampoline
+ * (np_codemem_flush), never precedes it. The handler cannot read r->tramp
+ * itself: it may run late, on a table it loaded before r last left it,
+ * while a rebuild after a detach (np_region_refresh) has already set
+ * r->tramp to a trampoline still being written, and tramp_off to its
+ * blocks. A thread sent there ran zeros (e2e-torture, x86-64). */
+static void publish(struct np_region *r)
+{
+	uint32_t seq = __atomic_load_n(&r->pub.seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->pub.seq, seq + 1, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&r->pub.tramp, r->tramp, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < NP_MAX_REGION_INSNS; i++)
+		__atomic_store_n(&r->pub.off[i], r->tramp_off[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&r->pub.seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* The published address of instruction i's block (i < 0: the start), or
+ * 0 if r was never published. A seqlock read: the engine writes with no
+ * call in between, so a retry waits a few stores at most. */
+static uint64_t published_block(const struct np_region *r, int i)
+{
+	if (i >= NP_MAX_REGION_INSNS)
+		return 0;
+	uint32_t seq;
+	uint64_t at;
+	do {
+		while ((seq = __atomic_load_n(&r->pub.seq, __ATOMIC_ACQUIRE)) & 1)
+			NP_CPU_RELAX();
+		at = __atomic_load_n(&r->pub.tramp, __ATOMIC_RELAXED);
+		if (at && i >= 0)
+			at += __atomic_load_n(&r->pub.off[i], __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+	} while (__atomic_load_n(&r->pub.seq, __ATOMIC_RELAXED) != seq);
+	return at;
+}
+
+/* Where a thread that trapped at 'at', in r's bytes, goes: the block of
+ * its instruction (of the first, at an absorbed start that is none) in
+ * r's published trampoline; for a TRAP, the out-of-line copy. 0: none
+ * published. */
+uint64_t np_trap_block(const struct np_region *r, uint64_t at)
+{
+	if (r->strategy != NP_STRATEGY_JUMP)
+		return published_block(r, -1);
+	int i = np_region_insn_index(r, at);
+	return published_block(r, i < 0 ? 0 : i);
+}
+
 /* Publish a copy of the table where the entry at addr (if any) is gone,
  * entries of 'from' now lead to 'put' (or are gone when put is NULL), and
  * (addr -> put) is added when both are given. */
@@ -95,6 +145,8 @@ static int table_edit(uint64_t addr, struct np_region *put, const struct np_regi
 	struct trap_table *t = malloc(sizeof(*t) + (n + 1) * sizeof(t->e[0]));
 	if (!t)
 		return -ENOMEM;
+	if (put)
+		publish(put);
 	bool placed = !(addr && put);
 	for (size_t i = 0; i < n; i++) {
 		struct trap_entry e = old->e[i];
@@ -150,6 +202,8 @@ int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
 	struct trap_table *t = malloc(sizeof(*t) + (n + nadd) * sizeof(t->e[0]));
 	if (!t)
 		return -ENOMEM;
+	for (size_t i = 0; i < nadd; i++)
+		publish(add[i]);
 	for (size_t i = 0; i < n; i++) {
 		struct trap_entry e = old->e[i];
 		for (; k < nadd && add[k]->start < e.addr; k++)
@@ -197,8 +251,8 @@ __attribute__((no_sanitize("address"))) static void trap_hit(struct np_region *r
 	if (r->strategy == NP_STRATEGY_JUMP) {
 		/* a JUMP patch in the making, or merged over this breakpoint:
 		 * the trampoline is ready */
-		int i = np_region_insn_index(r, at);
-		ctx.regs.pc = r->tramp + r->tramp_off[i < 0 ? 0 : i];
+		uint64_t block = np_trap_block(r, at);
+		ctx.regs.pc = block ? block : at; /* never published: try again */
 		np_host_regs_to_uc(&ctx.regs, uc);
 		return;
 	}
@@ -213,7 +267,7 @@ __attribute__((no_sanitize("address"))) static void trap_hit(struct np_region *r
 	if (!ctx.redirect) {
 		if (r->insn[0].cls != NP_INSN_SIMULATED ||
 		    np_host_isa->simulate(&r->insn[0], &ctx.regs, &self_mem))
-			ctx.regs.pc = r->tramp; /* the out-of-line copy */
+			ctx.regs.pc = np_trap_block(r, at); /* the out-of-line copy */
 	}
 	np_host_regs_to_uc(&ctx.regs, uc);
 }
