@@ -253,7 +253,7 @@ static int start_target(const struct session_opts *o, const char *sock, char *er
 }
 
 static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
-		     const struct session_ops *ops, char *err, size_t errlen)
+		     const struct session_ops *ops, bool first, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < c->set->n; i++)
 		c->set->p[i].state = 0;
@@ -268,8 +268,11 @@ static int handshake(const struct session_opts *o, struct control *c, struct np_
 	}
 	if (!rc && ops->on_ready) /* a program we started has not run main yet */
 		ops->on_ready(ops->cookie);
-	/* A preloaded program waits in its constructor for this word. */
-	if (o->cmd)
+	/* A preloaded program waits in its constructor for this word. Not
+	 * the first image of one we started when its set-up failed: that is
+	 * killed where it waits (run_sessions); told to go on, it could run
+	 * its main before the kill (cli-e2e saw its output, under load). */
+	if (o->cmd && !(rc && first))
 		send_simple(c->fd, rc ? NP_MSG_DETACH : NP_MSG_GO);
 	return rc;
 }
@@ -378,7 +381,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
 					     sizeof(err));
 		if (rc >= 0)
-			rc = handshake(o, &c, &h, ops, err, sizeof(err));
+			rc = handshake(o, &c, &h, ops, n == 0, err, sizeof(err));
 		if (rc && n == 0 && o->cmd)
 			launch_kill_child(); /* before its main: it never ran */
 		if (rc && (n == 0 || c.fd >= 0))
