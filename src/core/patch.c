@@ -105,8 +105,7 @@ static struct {
  * a proof. */
 #define STACK_LOOK 16384
 __attribute__((no_sanitize("address"))) static bool
-any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, uint64_t at, void *cookie),
-	       void *cookie)
+any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *cookie), void *cookie)
 {
 	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
 	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
@@ -117,7 +116,7 @@ any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, uint64_t 
 			     n++)
 				;
 		for (size_t i = 0; i < n; i++)
-			if (look(words[i], at + 8 * i, cookie))
+			if (look(words[i], cookie))
 				return true;
 		if (n < sizeof(words) / sizeof(words[0]))
 			return false;
@@ -132,11 +131,9 @@ struct way_back {
 	bool seen; /* a word in trampoline memory at all */
 };
 
-__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, uint64_t at,
-								   void *cookie)
+__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *cookie)
 {
 	struct way_back *w = cookie;
-	(void)at;
 	w->seen |= np_codemem_holds(word);
 	return np_codemem_leads_inside(word, w->start, w->end);
 }
@@ -159,7 +156,7 @@ np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
 	if (np_codemem_leads_inside(regs->pc, start, end))
 		return true;
 	for (int i = 0; i < NP_NGPR; i++)
-		if (leads_inside(regs->gpr[i], 0, &w))
+		if (leads_inside(regs->gpr[i], &w))
 			return true;
 	return any_stack_word(regs, leads_inside, &w) || (in_handler && !w.seen);
 }
@@ -168,28 +165,10 @@ np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
  * (one the map would move a thread from)? */
 typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
 
-/* Is the word at 'at' the pc of a trampoline's context (struct np_ctx, on
- * the stack of a thread running a probe's handlers), not a signal frame's?
- * That frame goes on through its trampoline, not back to its pc, and a
- * thread in a handler of a probe inside the bytes always has one: taken
- * for a signal frame, it made the patch wait for the handler to end, and
- * on a busy site give up (EAGAIN, and AUTO fell back to TRAP). The ctx
- * says so itself: the site pointer just before holds that address. */
-__attribute__((no_sanitize("address"))) static bool ctx_pc_slot(uint64_t word, uint64_t at)
-{
-	const uint64_t back = offsetof(struct np_ctx, regs.pc) - offsetof(struct np_ctx, site);
-	uint64_t site, addr;
-	return at >= back && np_read_user(&site, at - back, sizeof(site)) == 0 && site &&
-	       np_read_user(&addr, site + offsetof(struct np_site, addr), sizeof(addr)) == 0 &&
-	       addr == word;
-}
-
-__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, uint64_t at,
-								   void *map)
+__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, void *map)
 {
 	pc_map to = *(const pc_map *)map;
-	return word > req.start && word < req.end && to(req.cookie, word) != word &&
-	       !ctx_pc_slot(word, at);
+	return word > req.start && word < req.end && to(req.cookie, word) != word;
 }
 
 /* Is this thread in a signal handler (of the program's) that interrupted
