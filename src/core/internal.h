@@ -137,7 +137,7 @@ struct np_region {
 	size_t tramp_len;
 	/* What the SIGTRAP handler sends threads to: tramp and tramp_off as
 	 * they were when r last entered the trap table, which is always after
-	 * its trampoline was written (trap.c, np_region_published). */
+	 * its trampoline was written (trap.c, np_trap_block). */
 	struct {
 		uint32_t seq;         /* odd while the engine writes it */
 		uint64_t tramp;
