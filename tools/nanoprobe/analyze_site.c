@@ -220,23 +220,26 @@ static int relocate_to(const struct an_func *f, uint64_t pc, uint64_t end, uint6
 	return n < 0 ? n : 0;
 }
 
-/* Does [pc, end) relocate to dst, jumping back to end when it falls
- * through? *err (when not NULL) gets relocate()'s error. */
-static bool relocates(const struct an_func *f, uint64_t pc, uint64_t end, bool falls,
-		      uint64_t dst, struct an_site *s, int *err)
+/* Why relocate_to() of [pc, end) failed with err; false. */
+static bool relocation_refused(const struct an_func *f, uint64_t pc, uint64_t end, int err,
+			       struct an_site *s)
 {
-	int n = relocate_to(f, pc, end, falls ? end : 0, dst);
-
-	if (err)
-		*err = n;
-	if (!n)
-		return true;
-	if (n == -ERANGE && !free_at(f, end))
+	if (err == -ERANGE && !free_at(f, end))
 		return why_not(s, "no free register for the jump back to 0x%llx",
 			   (unsigned long long)end);
 	return why_not(s, "cannot relocate 0x%llx..0x%llx: %s", (unsigned long long)pc,
-		   (unsigned long long)end, n == -ERANGE ? "a target is out of reach"
-							 : "a form that cannot move");
+		   (unsigned long long)end, err == -ERANGE ? "a target is out of reach"
+							   : "a form that cannot move");
+}
+
+/* Does [pc, end) relocate to dst, jumping back to end when it falls
+ * through? */
+static bool relocates(const struct an_func *f, uint64_t pc, uint64_t end, bool falls,
+		      uint64_t dst, struct an_site *s)
+{
+	int err = relocate_to(f, pc, end, falls ? end : 0, dst);
+
+	return !err || relocation_refused(f, pc, end, err, s);
 }
 
 /* The trampoline place within the short jump's reach of pc, or 0. */
@@ -266,7 +269,7 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	if (!place)
 		return why_not(s, "no trampoline place within %s's reach", short_form(f->isa));
 	if (!cover(f, pc, f->isa->jump_len, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, place, s, NULL))
+	    !relocates(f, pc, end, falls, place, s))
 		return false;
 	s->form = short_form(f->isa);
 	s->start = pc;
@@ -312,7 +315,7 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 	if (!s->free_in)
 		return why_not(s, "no free register at the site for the long jump");
 	if (!cover(f, pc, (unsigned)need, &end, &falls, s) ||
-	    !relocates(f, pc, end, falls, far, s, NULL))
+	    !relocates(f, pc, end, falls, far, s))
 		return false;
 	s->form = an_long_form(f->isa);
 	s->start = pc;
@@ -332,8 +335,7 @@ static bool plan_long(const struct an_func *f, uint64_t pc, struct an_site *s)
 static void plan_trap(const struct an_func *f, const struct np_insn *in, struct an_site *s)
 {
 	uint64_t slot = near_place(f, in->pc), end = in->pc + in->len;
-	char why_jump[sizeof(s->why)];
-	int err;
+	bool falls = !(in->flags & NP_INSN_NOFALL);
 
 	if (in->cls == NP_INSN_SIMULATED) {
 		s->kind = AN_TRAP_SIM;
@@ -343,14 +345,16 @@ static void plan_trap(const struct an_func *f, const struct np_insn *in, struct 
 		slot = f->layout->far ? f->layout->far : in->pc + far_offset(f->isa);
 	s->kind = AN_TRAP_OOL;
 	s->place = slot;
-	memcpy(why_jump, s->why, sizeof(why_jump));
-	if (relocates(f, in->pc, end, !(in->flags & NP_INSN_NOFALL), slot, s, &err))
+	int err = relocate_to(f, in->pc, end, falls ? end : 0, slot);
+	if (!err)
 		return;
 	if (err == -ERANGE && relocate_to(f, in->pc, end, 0, slot) == 0) {
+		size_t len = strnlen(s->why, sizeof(s->why) - 1); /* why not JUMP, kept */
 		s->trap_back = true;
-		snprintf(s->why, sizeof(s->why), "%s; the copy jumps back by a trap", why_jump);
+		snprintf(s->why + len, sizeof(s->why) - len, "; the copy jumps back by a trap");
 		return;
 	}
+	relocation_refused(f, in->pc, end, err, s);
 	s->kind = AN_REJECT;
 	s->place = 0;
 }
