@@ -103,13 +103,12 @@ static void publish(struct np_region *r)
 	__atomic_store_n(&r->pub.seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* The published address of instruction i's block (i < 0: the start), or
+/* The published address of instruction i's block (i < 0: the start; else
+ * an index from np_region_insn_index, below r->ninsn), or
  * 0 if r was never published. A seqlock read: the engine writes with no
  * call in between, so a retry waits a few stores at most. */
 static uint64_t published_block(const struct np_region *r, int i)
 {
-	if (i >= NP_MAX_REGION_INSNS)
-		return 0;
 	uint32_t seq;
 	uint64_t at;
 	do {
