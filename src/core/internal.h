@@ -72,6 +72,8 @@ struct np_probe {
 	uint64_t func_start;   /* bounds given by the caller, or 0 */
 	size_t func_size;
 	bool detached;
+	bool fell_back;        /* AUTO, placed as TRAP once its queued jump
+				* could not be written (probe.c) */
 	bool uses_fpu;         /* the handlers may change vector state */
 	uint64_t hits_base;    /* counts already in the slot when attached */
 	uint64_t missed_base;
@@ -225,6 +227,7 @@ bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, vo
 /* Which of r's displaced instructions starts at pc, or -1. */
 int np_region_insn_index(const struct np_region *r, uint64_t pc);
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who);
+int np_region_place_trap(struct np_site *site, struct np_probe *probe, const char *who);
 int np_region_remove_site(struct np_site *site);
 int np_region_refresh(struct np_region *region);
 int np_region_refresh_after_detach(struct np_region *region); /* never fails */

@@ -480,10 +480,21 @@ static struct {
 } attaching;
 
 /* A queued region could not be patched in: its site's one probe goes
- * (a second probe at a queued region's address flushes the batch first). */
+ * (a second probe at a queued region's address flushes the batch first),
+ * unless it is an AUTO probe whose jump a thread kept out (EAGAIN): it
+ * gets a breakpoint instead, once. */
 static void placement_failed(struct np_site *s, int err)
 {
 	struct np_probe *p = s->probes;
+	if (p && p->requested == NP_STRATEGY_AUTO && err == -EAGAIN && !p->fell_back) {
+		p->fell_back = true;
+		if (np_region_place_trap(s, p, p->name) == 0) {
+			np_logf(NP_LOG_INFO, "probe '%s': the jump at 0x%llx could not be written "
+					     "(%s): TRAP instead", p->name,
+				(unsigned long long)s->addr, strerror(-err));
+			return;
+		}
+	}
 	np_logf(NP_LOG_ERROR, "probe '%s': cannot patch 0x%llx: %s", p ? p->name : "?",
 		(unsigned long long)s->addr, strerror(-err));
 	if (p)

@@ -482,6 +482,26 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 	return err;
 }
 
+/* A breakpoint for an AUTO probe whose jump was planned but could not be
+ * written (a batch's queued jump: EAGAIN, a thread stays where it would
+ * land inside it), as place_new falls back when it writes the jump
+ * itself. */
+int np_region_place_trap(struct np_site *site, struct np_probe *probe, const char *who)
+{
+	struct fn_view v;
+	struct plan p;
+	if (np_region_find(site->addr))
+		return -EBUSY; /* another region took the address meanwhile */
+	int err = np_fn_view_load(&v, site->addr, probe->func_start, probe->func_size);
+	if (!err && (err = np_plan_trap(&v, site->addr, &p)))
+		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
+			(unsigned long long)site->addr, p.why);
+	if (!err)
+		err = install_trap(&p, site, false);
+	np_fn_view_free(&v);
+	return err;
+}
+
 /* Would r's trampoline, built again where it is, be the one it has? Then
  * nothing that changed shows in it (riscv64's and arm64's site blocks pass
  * the site to np__dispatch, which reads the probes it has now; x86-64's
