@@ -428,6 +428,16 @@ void np_slot_bases(uint32_t slot, uint64_t *hits, uint64_t *missed);
 struct ucontext_t;
 void np_host_regs_from_uc(struct np_regs *regs, const void *uc);
 void np_host_regs_to_uc(const struct np_regs *regs, void *uc);
+/* Where a signal frame's ucontext keeps, in bytes from its saved pc, the
+ * interrupted stack pointer, uc_link and uc_stack: the kernel's layout,
+ * which libc's ucontext_t repeats. patch.c tells a signal frame by it.
+ * Each runtime.c defines it with NP_UC_SHAPE(its pc field, its sp field). */
+struct np_uc_shape {
+	long sp, link, stack;
+};
+#define NP_UC_OFF(field, from) ((long)offsetof(ucontext_t, field) - (long)offsetof(ucontext_t, from))
+#define NP_UC_SHAPE(pc, sp) {NP_UC_OFF(sp, pc), NP_UC_OFF(uc_link, pc), NP_UC_OFF(uc_stack, pc)}
+extern const struct np_uc_shape np_host_uc_shape;
 /* Build the trampoline of a region into buf (at address at). */
 int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
 size_t np_host_tramp_size(const struct np_region *region);

@@ -105,7 +105,8 @@ static struct {
  * a proof. */
 #define STACK_LOOK 16384
 __attribute__((no_sanitize("address"))) static bool
-any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *cookie), void *cookie)
+any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, uint64_t at, void *cookie),
+	       void *cookie)
 {
 	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
 	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
@@ -116,7 +117,7 @@ any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, void *coo
 			     n++)
 				;
 		for (size_t i = 0; i < n; i++)
-			if (look(words[i], cookie))
+			if (look(words[i], at + 8 * i, cookie))
 				return true;
 		if (n < sizeof(words) / sizeof(words[0]))
 			return false;
@@ -131,9 +132,11 @@ struct way_back {
 	bool seen; /* a word in trampoline memory at all */
 };
 
-__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, void *cookie)
+__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, uint64_t at,
+								   void *cookie)
 {
 	struct way_back *w = cookie;
+	(void)at;
 	w->seen |= np_codemem_holds(word);
 	return np_codemem_leads_inside(word, w->start, w->end);
 }
@@ -156,7 +159,7 @@ np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
 	if (np_codemem_leads_inside(regs->pc, start, end))
 		return true;
 	for (int i = 0; i < NP_NGPR; i++)
-		if (leads_inside(regs->gpr[i], &w))
+		if (leads_inside(regs->gpr[i], 0, &w))
 			return true;
 	return any_stack_word(regs, leads_inside, &w) || (in_handler && !w.seen);
 }
@@ -165,10 +168,50 @@ np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
  * (one the map would move a thread from)? */
 typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
 
-__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, void *map)
+/* Is the word at 'at' the pc of a trampoline's context (struct np_ctx, on
+ * the stack of a thread running a probe's handlers)? Its site pointer
+ * names that address. */
+__attribute__((no_sanitize("address"))) static bool ctx_pc_slot(uint64_t word, uint64_t at)
+{
+	const uint64_t back = offsetof(struct np_ctx, regs.pc) - offsetof(struct np_ctx, site);
+	uint64_t site, addr;
+	return at >= back && np_read_user(&site, at - back, sizeof(site)) == 0 && site &&
+	       np_read_user(&addr, site + offsetof(struct np_site, addr), sizeof(addr)) == 0 &&
+	       addr == word;
+}
+
+/* Could the word at 'at' be the pc a signal frame returns to? Around it
+ * the kernel (and qemu-user) writes uc_link, always 0, and the interrupted
+ * stack pointer: just above the frame, or anywhere when the frame is on
+ * the alternate stack its uc_stack records. A word that cannot be read
+ * counts. */
+#define SIGFRAME_REACH (1u << 20) /* frame to interrupted sp: SVE/SME and
+				   * AVX-512 state fit many times over */
+__attribute__((no_sanitize("address"))) static bool sigframe_pc_slot(uint64_t at)
+{
+	const struct np_uc_shape *s = &np_host_uc_shape;
+	uint64_t link, sp;
+	stack_t ss;
+	if (np_read_user(&link, at + (uint64_t)s->link, sizeof(link)) ||
+	    np_read_user(&sp, at + (uint64_t)s->sp, sizeof(sp)) ||
+	    np_read_user(&ss, at + (uint64_t)s->stack, sizeof(ss)))
+		return true;
+	return link == 0 && ((sp > at && sp - at < SIGFRAME_REACH) ||
+			     at - (uint64_t)(uintptr_t)ss.ss_sp < ss.ss_size);
+}
+
+/* The pc of a program's signal frame, strictly inside the bytes? Other
+ * copies of such an address are not waited for: the pc in the context of
+ * a thread running the handlers of a probe there, and spills of it in the
+ * engine's C frames (both go on through a trampoline). Taken for signal
+ * frames, they made a patch over a busy site wait for its handler to end
+ * and give up (EAGAIN; AUTO fell back to TRAP). */
+__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, uint64_t at,
+								   void *map)
 {
 	pc_map to = *(const pc_map *)map;
-	return word > req.start && word < req.end && to(req.cookie, word) != word;
+	return word > req.start && word < req.end && to(req.cookie, word) != word &&
+	       !ctx_pc_slot(word, at) && sigframe_pc_slot(at);
 }
 
 /* Is this thread in a signal handler (of the program's) that interrupted

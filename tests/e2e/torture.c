@@ -512,6 +512,67 @@ TEST(asm_targets_have_the_expected_layout)
 	CHECK_EQ(CALL2(t_rip, 1, 0), 0x1234568);
 }
 
+/* A jump written over a site whose handler a thread is running: that
+ * thread's trampoline context holds the site's address on its stack, like
+ * the signal frame of a program's handler that interrupted it there would.
+ * Taken for one, it made the patch wait for the handler to end and, on a
+ * busy site, give up: AUTO fell back to TRAP after a few hundred ms
+ * (e2e-torture's cycles over t_short+1 and +4 took 2.5 s each). */
+#if defined(__x86_64__)
+#define INNER 4 /* t_short+4: the lea, inside the jump a probe at +1 writes */
+#define OUTER 1
+#elif defined(__riscv)
+#define INNER 2 /* t_short+2: c.sdsp, inside the jal a probe at +0 writes */
+#define OUTER 0
+#endif
+#ifdef INNER
+static volatile int in_inner, release_inner;
+
+static void hold_in_handler(struct np_ctx *ctx, void *data)
+{
+	(void)ctx;
+	(void)data;
+	__atomic_store_n(&in_inner, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&release_inner, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+static void *call_short_once(void *arg)
+{
+	return (void *)(uintptr_t)(CALL2(t_short, (uint64_t)(uintptr_t)arg, 0) ==
+				   (uint64_t)(uintptr_t)arg + 1);
+}
+
+TEST(a_jump_goes_in_over_a_site_whose_handler_is_running)
+{
+	struct e2e_counter c = {0};
+	struct np_probe_opts hold = e2e_opts(hold_in_handler, NULL, NP_STRATEGY_JUMP);
+	struct np_probe_opts count = e2e_opts(e2e_count, &c, NP_STRATEGY_AUTO);
+	uint8_t before[FUNC_BYTES];
+	memcpy(before, t_short, sizeof before);
+	struct np_probe *inner = np_probe_attach(t_short + INNER, &hold);
+	pthread_t t;
+	void *ok;
+
+	CHECK(inner != NULL);
+	CHECK_EQ(pthread_create(&t, NULL, call_short_once, (void *)(uintptr_t)41), 0);
+	while (!__atomic_load_n(&in_inner, __ATOMIC_SEQ_CST))
+		sched_yield();
+	c.addr = (uintptr_t)(t_short + OUTER);
+	struct np_probe *outer = np_probe_attach(t_short + OUTER, &count);
+	CHECK(outer != NULL);
+	CHECK_EQ(np_probe_strategy(outer), NP_STRATEGY_JUMP);
+	__atomic_store_n(&release_inner, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(pthread_join(t, &ok), 0);
+	CHECK(ok != NULL); /* t_short(41) == 42 through the old trampoline */
+	CHECK_EQ(CALL2(t_short, 7, 0), 8);
+	CHECK_EQ(c.hits, 1);
+	CHECK_EQ(e2e_detach_free(outer), 0);
+	CHECK_EQ(e2e_detach_free(inner), 0);
+	CHECK(memcmp(before, t_short, sizeof before) == 0);
+}
+#endif
+
 TEST(attach_detach_storm_keeps_results_right_and_counts_exact)
 {
 	const char *env = getenv("NP_TORTURE_CYCLES");

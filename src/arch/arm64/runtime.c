@@ -291,6 +291,8 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 
 /* --- registers ------------------------------------------------------------ */
 
+const struct np_uc_shape np_host_uc_shape = NP_UC_SHAPE(uc_mcontext.pc, uc_mcontext.sp);
+
 void np_host_regs_from_uc(struct np_regs *regs, const void *ucv)
 {
 	const ucontext_t *uc = ucv;

@@ -110,6 +110,8 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 
 /* --- registers ------------------------------------------------------------ */
 
+const struct np_uc_shape np_host_uc_shape = NP_UC_SHAPE(uc_mcontext.__gregs[0], uc_mcontext.__gregs[2]);
+
 /* __gregs[0] is pc, __gregs[i] is xi. The FP state stays in the ucontext:
  * the signal handler's C code saves what it uses itself. */
 void np_host_regs_from_uc(struct np_regs *regs, const void *ucv)

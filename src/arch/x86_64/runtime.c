@@ -355,6 +355,8 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 
 /* --- registers ------------------------------------------------------------ */
 
+const struct np_uc_shape np_host_uc_shape = NP_UC_SHAPE(uc_mcontext.gregs[REG_RIP], uc_mcontext.gregs[REG_RSP]);
+
 /* gregs index for each hardware register number. */
 static const int greg_of[16] = {
 	REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI,
