@@ -252,11 +252,11 @@ __attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsig
 		np_host_regs_to_uc(&regs, uc);
 	}
 	int slot = atomic_fetch_add(&req.acks, 1);
-	if (!stopping)
-		return;
 	uint64_t tid = (uint64_t)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	if (slot >= 0 && slot < (int)(sizeof(req.acked) / sizeof(req.acked[0])))
 		atomic_store(&req.acked[slot], (uint64_t)round << 32 | (uint32_t)tid);
+	if (!stopping)
+		return;
 	for (unsigned spin = 0; atomic_load(&req.released) < round; spin++)
 		if (spin < 1000)
 			NP_CPU_RELAX();
@@ -401,29 +401,6 @@ static bool emulator_thread(int tid)
 	uint64_t on = SIGBIT(SIGBUS) | SIGBIT(SIGINT) | SIGBIT(SIGTERM);
 	uint64_t off = SIGBIT(SIGILL) | SIGBIT(SIGFPE);
 	return (blk & on) == on && !(blk & off);
-}
-
-/* Wait until 'want' acks arrived; a thread that exited counts as done. */
-static int wait_acks(int want, const int *tids, int n)
-{
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (atomic_load(&req.acks) < want) {
-		sched_yield();
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec < 2)
-			continue;
-		int gone = 0;
-		for (int i = 0; i < n; i++) {
-			char path[64];
-			snprintf(path, sizeof(path), "/proc/self/task/%d", tids[i]);
-			gone += access(path, F_OK) != 0;
-		}
-		if (atomic_load(&req.acks) + gone >= want)
-			return 0;
-		return -EAGAIN; /* the callers log, once no thread is held */
-	}
-	return 0;
 }
 
 #define MAX_ASK 4096
@@ -605,6 +582,11 @@ static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, u
 	atomic_store(&req.acks, 0);
 	atomic_store(&req.nested, 0);
 	atomic_store(&req.hold, false);
+	/* a round of its own, as a stop's: an answer names its thread and
+	 * round, so that one left from a round that timed out (a thread that
+	 * blocked the signal keeps one queued per round) is not taken for
+	 * another thread's */
+	atomic_fetch_add(&req.round, 1);
 	/* Ask every running thread at once: on a loaded machine each signal
 	 * waits for its thread to be scheduled, so one at a time is slow. */
 	struct dirent *e;
@@ -620,7 +602,7 @@ static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, u
 			break;
 	}
 	closedir(d);
-	int err = n < 0 ? n : wait_acks(n, tids, n);
+	int err = n < 0 ? n : wait_stopped(tids, n);
 	req.map = NULL;
 	if (err == -EAGAIN)
 		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);

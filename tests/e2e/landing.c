@@ -25,7 +25,7 @@
 #include "e2e.h"
 #include "test.h"
 
-extern uint8_t t_park_single[], t_park_batch[];
+extern uint8_t t_park_single[], t_park_batch[], t_park_rounds[];
 /* torture_x86_64.S: t_cmp +0 makes [0, 5), back to +5, and +2 a jump over
  * [2, 7); t_short +4 makes [4, 9), back to +9, and +8 a jump over [8, 13) */
 extern uint8_t t_cmp[], t_short[];
@@ -149,6 +149,7 @@ TEST(park_functions_have_the_expected_layout)
 
 	CHECK(memcmp(t_park_single, park_bytes, sizeof park_bytes) == 0);
 	CHECK(memcmp(t_park_batch, park_bytes, sizeof park_bytes) == 0);
+	CHECK(memcmp(t_park_rounds, park_bytes, sizeof park_bytes) == 0);
 	/* the storm's: lea at t_short+4, pop at +8; cmp at t_cmp+2, setb at +5 */
 	CHECK_EQ(t_short[4], 0x48);
 	CHECK_EQ(t_short[8], 0x5b);
@@ -164,6 +165,133 @@ TEST(a_thread_in_a_retired_trampoline_lands_on_the_code_it_left)
 TEST(the_same_when_the_new_probe_comes_in_a_batch)
 {
 	land_after_retire(t_park_batch, 1);
+}
+
+/* Answers of an earlier round must not stand in for another thread's.
+ * The engine's signal is a real-time one: a thread that blocks it keeps
+ * one instance queued per round it was asked in. Two threads block it:
+ * one parked in read() at +4 of the original code (strictly inside the
+ * [0, 7) a probe at +0 covers), one busy. The first attach waits 2 s for
+ * them and fails (EAGAIN). During the second, the busy thread unblocks
+ * and answers twice, for both rounds, while the parked one cannot answer
+ * yet. Counting answers took that for everyone's: the jump went in, and
+ * the parked thread came back from read() into its middle. Each answer
+ * names its thread and round: the patch waits for the parked one, which
+ * answers once read() returned and it unblocked. */
+static int64_t rounds_t1; /* when the first attach returned (ns); 0 before */
+
+#define SEC 1000000000LL
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static void rt_signals(int how)
+{
+	sigset_t rt;
+	sigemptyset(&rt);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(&rt, sig);
+	pthread_sigmask(how, &rt, NULL);
+}
+
+/* Wait, busy, until 'after' ns past the first attach's return. */
+static void until_after_first(int64_t after)
+{
+	int64_t t1;
+	while (!(t1 = __atomic_load_n(&rounds_t1, __ATOMIC_ACQUIRE)) || now_ns() < t1 + after)
+		;
+}
+
+static void *park_blocked(void *arg)
+{
+	rt_signals(SIG_BLOCK);
+	park(arg);
+	rt_signals(SIG_UNBLOCK);
+	return NULL;
+}
+
+static void *busy_blocked(void *arg)
+{
+	(void)arg;
+	rt_signals(SIG_BLOCK);
+	until_after_first(1 * SEC);
+	rt_signals(SIG_UNBLOCK); /* both rounds' signals come now */
+	until_after_first(3 * SEC);
+	return NULL;
+}
+
+static void *wake_parked(void *arg)
+{
+	until_after_first(2 * SEC);
+	CHECK_EQ(write(*(int *)arg, "x", 1), 1);
+	return NULL;
+}
+
+static int parked_at(pid_t tid, uint64_t pc_want)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	char *got = fgets(line, sizeof line, f);
+	fclose(f);
+	const char *last = got ? strrchr(line, ' ') : NULL;
+	return got && strncmp(line, "0 ", 2) == 0 && last && strtoull(last + 1, NULL, 16) == pc_want;
+}
+
+TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
+{
+	uint8_t *fn = t_park_rounds, pristine[16];
+	struct e2e_counter c = {.addr = (uintptr_t)fn};
+	struct np_probe_opts jump = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	struct parked pk = {.fn = fn};
+	pthread_t tp, tb, tw;
+	int pfd[2];
+
+	memcpy(pristine, fn, sizeof pristine);
+	CHECK_EQ(pipe(pfd), 0);
+	pk.fd = pfd[0];
+	CHECK_EQ(pthread_create(&tp, NULL, park_blocked, &pk), 0);
+	int parked = 0;
+	for (int i = 0; i < 10000 && !parked; i++) { /* up to 10 s */
+		pid_t tid = __atomic_load_n(&pk.tid, __ATOMIC_ACQUIRE);
+		parked = tid && parked_at(tid, (uintptr_t)fn + 4);
+		if (!parked)
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	CHECK(parked);
+	CHECK_EQ(pthread_create(&tb, NULL, busy_blocked, NULL), 0);
+	CHECK_EQ(pthread_create(&tw, NULL, wake_parked, &pfd[1]), 0);
+
+	errno = 0;
+	CHECK(np_probe_attach(fn, &jump) == NULL); /* neither answers */
+	CHECK_EQ(errno, EAGAIN);
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+	__atomic_store_n(&rounds_t1, now_ns(), __ATOMIC_RELEASE);
+	struct np_probe *p = np_probe_attach(fn, &jump);
+	CHECK(p != NULL);
+	CHECK(now_ns() > rounds_t1 + 2 * SEC); /* it waited for the parked thread */
+
+	pthread_join(tp, NULL);
+	pthread_join(tb, NULL);
+	pthread_join(tw, NULL);
+	CHECK_EQ(pk.result, 1); /* read() returned, and the code after it ran */
+	char b;
+	CHECK_EQ(write(pfd[1], "y", 1), 1);
+	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+	CHECK_EQ(b, 'y');
+	if (p) {
+		CHECK_EQ(c.hits, 1);
+		CHECK_EQ(np_probe_detach(p), 0);
+		np_probe_free(p);
+	}
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+	close(pfd[0]);
+	close(pfd[1]);
 }
 
 /* The same without parking: threads call two functions in a loop and

@@ -22,5 +22,6 @@ ENDF(f)
 
 PARK(t_park_single)
 PARK(t_park_batch)
+PARK(t_park_rounds)
 
 	NOTE_GNU_STACK
