@@ -161,6 +161,7 @@ struct run {
 	enum np_strategy strategy;
 	uint64_t fcsr;
 	unsigned probe_flags;
+	bool ret; /* a return probe at the entry: the handler runs at the return */
 };
 
 static uint64_t reg_gp(void)
@@ -239,6 +240,10 @@ static void run_one(const struct run *r, struct hstate *h, struct regs_out *base
 	fn_for(r->site)(base, r->fcsr, fpr_in);
 	check_baseline(r, base);
 	o.flags = r->probe_flags;
+	if (r->ret) {
+		o.on_return = o.on_entry;
+		o.on_entry = NULL;
+	}
 	h->calls = 0;
 	h->pc = h->sp = 0;
 	memset(&out, 0, sizeof out);
@@ -264,7 +269,7 @@ static void run_one(const struct run *r, struct hstate *h, struct regs_out *base
 			np_strategy_name(np_probe_strategy(p)), (int)h->mode, r->probe_flags, r->fcsr);
 		CHECK(0);
 	}
-	if (h->mode != H_COUNT) { /* the counting handler records nothing */
+	if (h->mode != H_COUNT && !r->ret) { /* the counting handler records nothing */
 		CHECK_EQ(h->pc, (uint64_t)(uintptr_t)site);
 		CHECK_EQ(h->sp, out.gpr[2] + (uint64_t)site_sp_delta[r->site]);
 	}
@@ -298,7 +303,7 @@ static void run_matrix(const enum site *sites, int nsites, enum mode mode, unsig
 	for (int s = 0; s < nsites; s++)
 		for (int k = 0; k < 2; k++)
 			for (int f = 0; f < 4; f++) {
-				struct run r = {sites[s], strat[k], usual_fcsr[f], flags};
+				struct run r = {sites[s], strat[k], usual_fcsr[f], flags, false};
 				run_one(&r, &h, &base);
 			}
 }
@@ -316,7 +321,7 @@ TEST(unprobed_dump_matches_what_was_loaded)
 	setup();
 	for (int s = 0; s < 2; s++)
 		for (int f = 0; f < 4; f++) {
-			struct run r = {fns[s], NP_STRATEGY_AUTO, usual_fcsr[f], 0};
+			struct run r = {fns[s], NP_STRATEGY_AUTO, usual_fcsr[f], 0, false};
 			memset(&base, 0, sizeof base);
 			fn_for(r.site)(&base, r.fcsr, fpr_in);
 			check_baseline(&r, &base);
@@ -374,7 +379,7 @@ static void read_matrix(const enum site *sites, int nsites, unsigned flags)
 
 	for (int s = 0; s < nsites; s++)
 		for (int k = 0; k < 2; k++) {
-			struct run r = {sites[s], strat[k], 0x25, flags};
+			struct run r = {sites[s], strat[k], 0x25, flags, false};
 			memset(h.reg, 0xee, sizeof h.reg);
 			run_one(&r, &h, &base); /* checks pc and sp too */
 			for (int i = 0; i < 32; i++) {
@@ -413,7 +418,7 @@ static void set_matrix(const enum site *sites, int nsites, unsigned flags)
 
 	for (int s = 0; s < nsites; s++)
 		for (int k = 0; k < 2; k++) {
-			struct run r = {sites[s], strat[k], 0x5a, flags};
+			struct run r = {sites[s], strat[k], 0x5a, flags, false};
 			run_one(&r, &h, &base); /* base gets the values set */
 			CHECK_EQ(h.set_rc, 0);
 			CHECK_EQ(h.set_sp_rc, (uint64_t)-1);
@@ -441,6 +446,73 @@ TEST(a_handler_moving_pc_past_the_site_leaves_every_register_as_it_was)
 	run_matrix(skippable, 4, H_SKIP, 0);
 	run_matrix(skippable, 4, H_SKIP, NP_PROBE_NO_FPU);
 	run_matrix(skippable, 4, H_SKIP_CLOBBER, 0);
+}
+
+/* The return trampoline, with and without the FP state: every register
+ * as it was, as the return left it (more than the convention promises). */
+TEST(return_probe_everything_preserved)
+{
+	static const enum mode modes[] = {H_COUNT, H_CLOBBER};
+	struct regs_out base;
+
+	setup();
+	for (int m = 0; m < 2; m++)
+		for (int f = 0; f < 4; f++) {
+			struct hstate h = {.mode = modes[m]};
+			struct run r = {SITE_ENTRY, NP_STRATEGY_AUTO, usual_fcsr[f], 0, true};
+			run_one(&r, &h, &base);
+			r.probe_flags = NP_PROBE_NO_FPU;
+			if (modes[m] == H_COUNT)
+				run_one(&r, &h, &base);
+		}
+}
+
+/* NP_PROBE_NO_FPU is the handler's promise: the trampoline then saves no
+ * FP state at all (np_rv_site_rest_nofp, np_rv_redirect_nofp,
+ * np_rv_ret_tramp_nofp). A handler that breaks it shows that the lean
+ * code is the one that ran, and that it still keeps every x register.
+ * (A trap restores everything anyway: JUMP only.) */
+TEST(no_fpu_trampolines_save_no_fp_state)
+{
+	static const struct {
+		enum site site;
+		enum mode mode;
+		bool ret;
+	} cases[] = {
+		{SITE_A, H_CLOBBER, false},	  {SITE_D, H_CLOBBER, false},
+		{SITE_ENTRY, H_CLOBBER, false},	  {SITE_A, H_SKIP_CLOBBER, false},
+		{SITE_ENTRY, H_CLOBBER, true},
+	};
+
+	setup();
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct hstate h = {.mode = cases[i].mode};
+		struct np_probe_opts o = e2e_opts(clobber_handler, &h, NP_STRATEGY_JUMP);
+		struct regs_out base, out;
+		regs_fn *fn = fn_for(cases[i].site);
+
+		o.flags = NP_PROBE_NO_FPU;
+		if (cases[i].ret) {
+			o.on_return = o.on_entry;
+			o.on_entry = NULL;
+		}
+		fn(&base, 0x25, fpr_in);
+		struct np_probe *p = np_probe_attach(regs_sites[cases[i].site], &o);
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		fn(&out, 0x25, fpr_in);
+		CHECK_EQ(h.calls, 1);
+		CHECK(out.fpr[31] != fpr_in[31]); /* ft11: the handler's */
+		CHECK_EQ(out.fcsr, FCSR_CLOBBER);
+		for (int x = 0; x < 32; x++) {
+			if (out.gpr[x] != base.gpr[x])
+				fprintf(stderr, "# case %u: %s = 0x%" PRIx64 ", want 0x%" PRIx64 "\n",
+					i, xname[x], out.gpr[x], base.gpr[x]);
+			CHECK_EQ(out.gpr[x], base.gpr[x]);
+		}
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
 }
 
 TEST_MAIN()
