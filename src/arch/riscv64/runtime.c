@@ -28,8 +28,9 @@
 extern const uint8_t np_rv_site_begin[], np_rv_site_end[];
 extern const uint8_t np_rv_site_pc[], np_rv_site_site[], np_rv_site_kind[];
 extern const uint8_t np_rv_site_fn[], np_rv_site_redirect[], np_rv_site_rest_fn[];
-extern const uint8_t np_rv_site_rest[];
-extern const uint8_t np_rv_redirect[], np_rv_redirect_brk[], np_rv_ret_tramp[];
+extern const uint8_t np_rv_site_rest[], np_rv_site_rest_nofp[];
+extern const uint8_t np_rv_redirect[], np_rv_redirect_nofp[], np_rv_redirect_brk[];
+extern const uint8_t np_rv_ret_tramp[], np_rv_ret_tramp_nofp[];
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
 _Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
@@ -44,19 +45,25 @@ static void put64(uint8_t *block, const uint8_t *slot, uint64_t value)
 	memcpy(block + (slot - np_rv_site_begin), &value, sizeof(value));
 }
 
-/* The block that runs a site's handlers; out == NULL measures it. */
+/* The block that runs a site's handlers; out == NULL measures it. The
+ * shared code it calls saves the FP state only when a handler of the site
+ * may touch it (site->fpu, from the engine's scan of the handlers): the
+ * one difference between the two, so the block is the same size. */
 static size_t site_block(uint8_t *out, const struct np_site *site)
 {
 	size_t len = (size_t)(np_rv_site_end - np_rv_site_begin);
 	if (!out)
 		return len;
+	bool fp = site->fpu == NP_FPU_FULL;
 	memcpy(out, np_rv_site_begin, len);
 	put64(out, np_rv_site_pc, site->addr);
 	put64(out, np_rv_site_site, (uint64_t)(uintptr_t)site);
 	put64(out, np_rv_site_kind, NP_CTX_ENTRY); /* redirect, the high half: 0 */
 	put64(out, np_rv_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
-	put64(out, np_rv_site_redirect, (uint64_t)(uintptr_t)np_rv_redirect);
-	put64(out, np_rv_site_rest_fn, (uint64_t)(uintptr_t)np_rv_site_rest);
+	put64(out, np_rv_site_redirect,
+	      (uint64_t)(uintptr_t)(fp ? np_rv_redirect : np_rv_redirect_nofp));
+	put64(out, np_rv_site_rest_fn,
+	      (uint64_t)(uintptr_t)(fp ? np_rv_site_rest : np_rv_site_rest_nofp));
 	return len;
 }
 
@@ -132,7 +139,8 @@ void np_host_regs_to_uc(const struct np_regs *regs, void *ucv)
 }
 
 /* The redirect routine's ebreak: sp points at the ctx the handlers changed
- * (tramp.S). Its FP state is already loaded. */
+ * (tramp.S). Its FP state is already loaded, or was never saved: both
+ * entries of the routine share this ebreak. */
 bool np_host_trap_own(void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -168,8 +176,7 @@ uint64_t np_host_ret_key(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_trampoline(bool fpu)
 {
-	(void)fpu; /* the one return trampoline saves the FP state */
-	return (uint64_t)(uintptr_t)np_rv_ret_tramp;
+	return (uint64_t)(uintptr_t)(fpu ? np_rv_ret_tramp : np_rv_ret_tramp_nofp);
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)

@@ -14,7 +14,8 @@
  *
  * The frame (FRAME bytes below sp; the LP64D ABI has no red zone, nothing
  * of the program's lives below sp) is a struct np_ctx followed by the
- * floating-point state:
+ * floating-point state, saved only when a handler of the site may change
+ * it (the _nofp copies below leave it out):
  *
  *   +0   site     +8 kind    +12 redirect
  *   +16  regs.gpr[0..31] = x0..x31 (gpr[2], sp, as it was at the site)
@@ -24,9 +25,9 @@
  * Every register goes back from ctx, so a handler's np_ctx_set_reg (and
  * the return probe's change of ra) takes effect. A handler that moves pc
  * sets redirect: mid-function no register is known to be free to jump
- * with, so the redirect routine loads the FP state, points sp at ctx and
- * executes an ebreak, and the SIGTRAP handler (np_host_trap_own) loads
- * the rest, pc and sp included. A redirect is rare (override_return, a
+ * with, so the redirect routine loads the FP state (when it was saved),
+ * points sp at ctx and executes an ebreak, and the SIGTRAP handler
+ * (np_host_trap_own) loads the rest, pc and sp included. A redirect is rare (override_return, a
  * handler moving pc); the common path has no trap.
  */
 #define FRAME 560
@@ -142,12 +143,19 @@ np_rv_site_end:
 /* The rest of a site block, shared: sp = the frame, x1 and x5 saved in it,
  * t0 = the block's literals, ra = where to go back in the block. Every
  * other register is saved, np__dispatch runs, everything but ra and sp is
- * loaded back from ctx; a redirect leaves through np_rv_redirect. */
-	.globl np_rv_site_rest
-	.hidden np_rv_site_rest
-	.type np_rv_site_rest, %function
+ * loaded back from ctx; a redirect leaves through the redirect routine.
+ * Two copies, chosen per site by the block's LIT_COMMON literal
+ * (runtime.c): with the FP state (f0-f31, fcsr) saved around the handlers,
+ * and without, for a site whose every handler is proven not to touch it
+ * (vecscan.c) or promised not to (NP_PROBE_NO_FPU); the engine's own C
+ * code has no floating point (src/meson.build). ra goes to BLOCK_RA
+ * first in both: patch.c looks for the way back there. */
+.macro SITE_REST name, fp
+	.globl \name
+	.hidden \name
+	.type \name, %function
 	.p2align 3
-np_rv_site_rest:
+\name:
 	sd ra, BLOCK_RA(sp)
 	sd x3, GPR(3)(sp); sd x4, GPR(4)(sp); sd x6, GPR(6)(sp); sd x7, GPR(7)(sp)
 	sd x8, GPR(8)(sp); sd x9, GPR(9)(sp); sd x10, GPR(10)(sp)
@@ -169,29 +177,47 @@ np_rv_site_rest:
 	ld t1, LIT_KIND(t0)		/* kind, and redirect = 0 */
 	sd t1, 8(sp)
 	ld t2, LIT_FN(t0)
+	.if \fp
 	SAVE_FP
+	.endif
 	mv a0, sp
 	jalr ra, 0(t2)
 	lw a0, 12(sp)
-	bnez a0, .Lcommon_redirect
+	bnez a0, 1f
+	.if \fp
 	RESTORE_FP
+	.endif
 	RESTORE_GPRS_BUT_RA_SP
 	ld ra, BLOCK_RA(sp)
 	ret
-.Lcommon_redirect:
+1:
+	.if \fp
 	j np_rv_redirect
-	.size np_rv_site_rest, . - np_rv_site_rest
+	.else
+	j np_rv_redirect_nofp
+	.endif
+	.size \name, . - \name
+.endm
+
+	SITE_REST np_rv_site_rest, 1
+	SITE_REST np_rv_site_rest_nofp, 0
 
 /* --- shared code, runs in place ------------------------------------------- */
 
-/* sp = ctx. This ebreak is not the engine's probe breakpoint (c.ebreak):
- * np_host_trap_own knows it by its address. */
-	.globl np_rv_redirect, np_rv_redirect_brk
-	.hidden np_rv_redirect, np_rv_redirect_brk
+/* sp = ctx. Two entries and one ebreak: np_rv_redirect loads the FP state
+ * the site block saved (its handlers may have changed the registers);
+ * np_rv_redirect_nofp is for a block that saved none, whose handlers left
+ * the registers as the program had them, so there is nothing to load (ctx
+ * holds no FP state then). Sharing the ebreak keeps one address for
+ * np_host_trap_own to know. It is not the engine's probe breakpoint
+ * (c.ebreak). */
+	.globl np_rv_redirect, np_rv_redirect_nofp, np_rv_redirect_brk
+	.hidden np_rv_redirect, np_rv_redirect_nofp, np_rv_redirect_brk
 	.type np_rv_redirect, %function
 	.p2align 3
 np_rv_redirect:
 	RESTORE_FP
+np_rv_redirect_nofp:
 	.option push
 	.option norvc
 np_rv_redirect_brk:
@@ -204,26 +230,36 @@ np_rv_redirect_brk:
  * frame by it and puts the real return address in regs.pc. The way out is
  * a plain `ret` with ra loaded with that address: at the return site ra
  * holds the return address, as it would have, and no other register is
- * touched. */
-	.globl np_rv_ret_tramp
-	.hidden np_rv_ret_tramp
-	.type np_rv_ret_tramp, %function
+ * touched. Two copies, as for the site blocks: with the FP state saved
+ * (a return handler may change it) or not (np_host_ret_trampoline). */
+.macro RET_TRAMP name, fp
+	.globl \name
+	.hidden \name
+	.type \name, %function
 	.p2align 3
-np_rv_ret_tramp:
+\name:
 	SAVE_GPRS
 	sd zero, 272(sp)
 	sd zero, 280(sp)
 	sd zero, 0(sp)
 	li t0, 1			/* NP_CTX_RETURN, redirect 0 */
 	sd t0, 8(sp)
+	.if \fp
 	SAVE_FP
+	.endif
 	mv a0, sp
 	call np__ret_dispatch
+	.if \fp
 	RESTORE_FP
+	.endif
 	RESTORE_GPRS_BUT_RA_SP
 	ld ra, 272(sp)			/* the real return address */
 	addi sp, sp, FRAME
 	ret
-	.size np_rv_ret_tramp, . - np_rv_ret_tramp
+	.size \name, . - \name
+.endm
+
+	RET_TRAMP np_rv_ret_tramp, 1
+	RET_TRAMP np_rv_ret_tramp_nofp, 0
 
 	.section .note.GNU-stack,"",@progbits
