@@ -57,6 +57,10 @@ enum {
 	NP_CTX_CAPTURE_RET = 0x200,  /* the return trampoline */
 	NP_CTX_ARMED = 0x400,        /* the entry trampoline pushed a shadow
 				      * frame itself: it calls the function */
+	NP_CTX_NO_FPU = 0x800,       /* a trampoline that saved no FP/vector
+				      * state: its site's handlers were proven
+				      * (or promised) not to touch it when it
+				      * was built */
 };
 #define NP_CTX_KIND(ctx) ((ctx)->kind & 0xff)
 

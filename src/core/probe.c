@@ -385,6 +385,24 @@ static void site_set_entry(struct np_site *s, const struct np_entry *e)
 }
 
 /* A new probe at a site that already exists. */
+/* A probe whose handlers may touch the FP/vector state joins a site whose
+ * trampoline does not save it: the trampoline is rebuilt to save it
+ * first. Once the new handler list is published, hits through the
+ * trampoline in place (its slow path, np__dispatch) meet the new handlers
+ * until the rebuild that follows the publication is in; np__dispatch
+ * does not run them there (NP_CTX_NO_FPU: counted as missed), and this
+ * keeps that to a thread still in the old trampoline. */
+static int save_fpu_first(struct np_site *s, const struct np_probe *p)
+{
+	if (!p->uses_fpu || s->fpu == NP_FPU_FULL || !s->region)
+		return 0;
+	s->fpu = NP_FPU_FULL;
+	int err = np_region_refresh(s->region);
+	if (err)
+		site_set_modes(s);
+	return err;
+}
+
 static int attach_existing(struct np_site *s, struct np_probe *p, const struct np_entry *e)
 {
 	if (e && !s->func_entry)
@@ -398,9 +416,12 @@ static int attach_existing(struct np_site *s, struct np_probe *p, const struct n
 			np_strategy_name(s->region->strategy));
 		return -EBUSY;
 	}
+	int err = save_fpu_first(s, p);
+	if (err)
+		return err;
 	site_append(s, p);
 	site_set_modes(s);
-	int err = np_site_publish(s);
+	err = np_site_publish(s);
 	if (!err) /* the trampoline calls the handlers directly */
 		err = np_region_refresh(s->region);
 	if (err) {

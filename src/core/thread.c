@@ -311,6 +311,17 @@ static const struct np_hlist *site_list(const struct np_ctx *ctx)
 	return ctx->regs.pc == __atomic_load_n(&site->addr, __ATOMIC_RELAXED) ? l : NULL;
 }
 
+/* May this handler run where the trampoline saved no FP/vector state? A
+ * handler that may touch it can meet such a trampoline: one built before
+ * its probe joined the site, which a thread entered before the rebuilt
+ * one was in (a return trampoline chosen at the call's entry, likewise).
+ * It is not run there, its hit counted as missed: run, it would change
+ * the program's registers. */
+static bool may_run(const struct np_handler *h, bool fpu_saved)
+{
+	return fpu_saved || !h->probe->uses_fpu;
+}
+
 void np__dispatch(struct np_ctx *ctx)
 {
 	struct np_site *site = ctx->site;
@@ -324,8 +335,13 @@ void np__dispatch(struct np_ctx *ctx)
 	atomic_signal_fence(memory_order_seq_cst); /* pairs with membarrier() */
 	const struct np_hlist *l = site_list(ctx);
 	if (l) {
+		bool fpu_saved = !(ctx->kind & NP_CTX_NO_FPU);
 		for (uint32_t i = 0; i < l->n; i++) {
 			const struct np_handler *h = &l->h[i];
+			if (h->on_entry && !may_run(h, fpu_saved)) {
+				bump(&t->missed[h->slot]);
+				continue;
+			}
 			bump(&t->hits[h->slot]);
 			if (h->on_entry)
 				h->on_entry(ctx, h->data);
@@ -352,9 +368,15 @@ static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
 		l = NULL; /* detached while the call was in flight */
 	ctx->site = site;
 	t->ret_data = f->data;
-	for (uint32_t i = 0; l && i < l->n; i++)
-		if (l->h[i].on_return)
+	bool fpu_saved = f->expect == np_host_ret_trampoline(true);
+	for (uint32_t i = 0; l && i < l->n; i++) {
+		if (!l->h[i].on_return)
+			continue;
+		if (may_run(&l->h[i], fpu_saved))
 			l->h[i].on_return(ctx, l->h[i].data);
+		else
+			bump(&t->missed[l->h[i].slot]);
+	}
 	atomic_store_explicit(&t->in_site, NULL, memory_order_release);
 }
 

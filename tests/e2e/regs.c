@@ -6,6 +6,8 @@
  * that read the registers, and that change one on purpose.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -354,6 +356,64 @@ TEST(direction_flag_set_at_site_is_preserved_and_clear_in_handler)
 
 	run_matrix(SSE, H_COUNT, 0, df_flags, 2);
 	run_matrix(SSE, H_CLOBBER, 0, df_flags, 2);
+}
+
+/* A probe whose handler changes the vector state joins a site whose
+ * trampoline does not save it (its one probe promised NP_PROBE_NO_FPU),
+ * while another thread keeps hitting the site. Once the new handler list
+ * is published, the trampoline in place runs it (its slow path) until the
+ * rebuilt one, which saves the state, is in: the engine rebuilds the
+ * trampoline to save it before it publishes the list. */
+struct keep_hitting {
+	volatile int stop;
+	unsigned long calls, wrong;
+	struct run r;
+};
+
+static void *hit_and_check(void *arg)
+{
+	struct keep_hitting *k = arg;
+	struct regs_out out;
+
+	while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
+		regs_run_sse(&out, k->r.flags, vec_in);
+		k->wrong += !dump_ok(&out, &k->r, pattern);
+		k->calls++;
+	}
+	return NULL;
+}
+
+TEST(a_vector_handler_joining_a_lean_site_never_runs_without_the_save)
+{
+	struct hstate lean_h = {.mode = H_COUNT}, clobber_h = {.mode = H_CLOBBER};
+	struct np_probe_opts lean = e2e_opts(handler, &lean_h, NP_STRATEGY_JUMP);
+	struct np_probe_opts clobber = e2e_opts(handler, &clobber_h, NP_STRATEGY_AUTO);
+	struct keep_hitting k = {.r = {SSE, 0, NP_STRATEGY_JUMP, FL_ARITH | 0x2, 0}};
+	unsigned long cycles = 0, before;
+	pthread_t t;
+
+	setup();
+	lean.flags = NP_PROBE_NO_FPU;
+	struct np_probe *p = np_probe_attach(regs_sites[0], &lean);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ(pthread_create(&t, NULL, hit_and_check, &k), 0);
+	for (; cycles < 200; cycles++) {
+		before = __atomic_load_n(&k.calls, __ATOMIC_RELAXED);
+		struct np_probe *q = np_probe_attach(regs_sites[0], &clobber);
+		CHECK(q != NULL);
+		while (__atomic_load_n(&k.calls, __ATOMIC_RELAXED) < before + 20)
+			sched_yield();
+		if (q)
+			CHECK_EQ(e2e_detach_free(q), 0);
+	}
+	__atomic_store_n(&k.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	printf("# %lu cycles, %lu checked calls, %lu wrong\n", cycles, k.calls, k.wrong);
+	CHECK_EQ(k.wrong, 0);
+	CHECK(clobber_h.calls > 0);
+	CHECK_EQ(e2e_detach_free(p), 0);
 }
 
 TEST_MAIN()

@@ -141,7 +141,8 @@ static uint64_t hits_off(uint32_t slot)
 
 static void add_save(struct np_block *b, const struct np_site *site, bool args)
 {
-	uint64_t kind = NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0); /* redirect: 0 */
+	uint64_t kind = NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0) | /* redirect: 0 */
+			(site->fpu == NP_FPU_FULL ? 0 : NP_CTX_NO_FPU);
 	if (args)
 		np_block_add(b, NP_PIECE(np_a64_save_args, L(np_a64_save_args_pc, site->addr),
 					 L(np_a64_save_args_site, site),

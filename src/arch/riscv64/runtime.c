@@ -58,7 +58,8 @@ static size_t site_block(uint8_t *out, const struct np_site *site)
 	memcpy(out, np_rv_site_begin, len);
 	put64(out, np_rv_site_pc, site->addr);
 	put64(out, np_rv_site_site, (uint64_t)(uintptr_t)site);
-	put64(out, np_rv_site_kind, NP_CTX_ENTRY); /* redirect, the high half: 0 */
+	/* redirect, the high half: 0 */
+	put64(out, np_rv_site_kind, NP_CTX_ENTRY | (fp ? 0 : NP_CTX_NO_FPU));
 	put64(out, np_rv_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
 	put64(out, np_rv_site_redirect,
 	      (uint64_t)(uintptr_t)(fp ? np_rv_redirect : np_rv_redirect_nofp));

@@ -174,7 +174,8 @@ static void add_save(struct block *b, const struct np_site *site, bool entry, bo
 	else
 		add(b, PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
 	add(b, PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
-		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0))));
+		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0) |
+						   (site->fpu == NP_FPU_FULL ? 0 : NP_CTX_NO_FPU))));
 	add_vector_save(b, site);
 }
 
