@@ -59,3 +59,5 @@ far_call_site:
 	.quad 1000
 ENDF(far_call)
 
+
+	NOTE_GNU_STACK

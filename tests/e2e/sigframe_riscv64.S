@@ -19,3 +19,5 @@ FUNC(t_sig_spin)
 1:	addi a0, a1, 1		/* +8 */
 	ret
 ENDF(t_sig_spin)
+
+	NOTE_GNU_STACK

@@ -16,3 +16,5 @@ FUNC(t_sig_spin)
 	inc %eax		/* +6 */
 	ret
 ENDF(t_sig_spin)
+
+	NOTE_GNU_STACK

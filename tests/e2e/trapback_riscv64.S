@@ -35,3 +35,5 @@ tb_far_add:
 	add a0, a0, t1
 	ret
 ENDF(tb_far)
+
+	NOTE_GNU_STACK
