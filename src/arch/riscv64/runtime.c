@@ -27,9 +27,9 @@
 
 extern const uint8_t np_rv_site_begin[], np_rv_site_end[];
 extern const uint8_t np_rv_site_pc[], np_rv_site_site[], np_rv_site_kind[];
-extern const uint8_t np_rv_site_fn[], np_rv_site_redirect[], np_rv_site_rest_fn[];
+extern const uint8_t np_rv_site_fn[], np_rv_site_rest_fn[];
 extern const uint8_t np_rv_site_rest[], np_rv_site_rest_nofp[];
-extern const uint8_t np_rv_redirect[], np_rv_redirect_nofp[], np_rv_redirect_brk[];
+extern const uint8_t np_rv_redirect_brk[];
 extern const uint8_t np_rv_ret_tramp[], np_rv_ret_tramp_nofp[];
 
 _Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
@@ -61,8 +61,6 @@ static size_t site_block(uint8_t *out, const struct np_site *site)
 	/* redirect, the high half: 0 */
 	put64(out, np_rv_site_kind, NP_CTX_ENTRY | (fp ? 0 : NP_CTX_NO_FPU));
 	put64(out, np_rv_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
-	put64(out, np_rv_site_redirect,
-	      (uint64_t)(uintptr_t)(fp ? np_rv_redirect : np_rv_redirect_nofp));
 	put64(out, np_rv_site_rest_fn,
 	      (uint64_t)(uintptr_t)(fp ? np_rv_site_rest : np_rv_site_rest_nofp));
 	return len;

@@ -3,9 +3,7 @@
  * riscv64 trampoline code. np_rv_site is a template: the engine copies it
  * into a region's trampoline near the probed code, at an 8-byte aligned
  * offset, and fills the literals at its start (pc, site, kind, the C
- * function, the redirect routine, the shared code), which its first
- * instruction jumps
- * over (an auipc-relative load reaches only what the assembler has already
+ * function, the shared code), which its first instruction jumps over (an auipc-relative load reaches only what the assembler has already
  * placed, so they come before the code). The copy is position independent:
  * every reference inside it is an auipc-relative load of its own literals,
  * assembled with relaxation off (the linker must not turn them into
@@ -27,8 +25,10 @@
  * sets redirect: mid-function no register is known to be free to jump
  * with, so the redirect routine loads the FP state (when it was saved),
  * points sp at ctx and executes an ebreak, and the SIGTRAP handler
- * (np_host_trap_own) loads the rest, pc and sp included. A redirect is rare (override_return, a
- * handler moving pc); the common path has no trap.
+ * (np_host_trap_own) loads the rest, pc and sp included. A redirect is
+ * rare (override_return, a handler moving pc); the common path has no
+ * trap. The shared code jumps to the redirect routine that matches its
+ * own save, so the block needs no literal for it.
  */
 #define FRAME 560
 #define CTX_FP 288
@@ -97,8 +97,7 @@
 #define LIT_SITE 16
 #define LIT_KIND 24
 #define LIT_FN 32
-#define LIT_REDIRECT 40
-#define LIT_COMMON 48
+#define LIT_COMMON 40
 #define BLOCK_RA 552 /* the frame's last word: where the block continues */
 #define LITERAL(name) .globl name; .hidden name; name: .quad 0
 
@@ -123,7 +122,6 @@ LITERAL(np_rv_site_pc)
 LITERAL(np_rv_site_site)
 LITERAL(np_rv_site_kind)
 LITERAL(np_rv_site_fn)
-LITERAL(np_rv_site_redirect)
 LITERAL(np_rv_site_rest_fn)
 .Lsite_entry:
 	addi sp, sp, -FRAME
