@@ -366,6 +366,19 @@ static void log_refusal(const char *who, uint64_t addr, const char *strategy, co
 		(unsigned long long)addr, why);
 }
 
+/* A breakpoint at the site, planned over v. */
+static int place_trap(const struct fn_view *v, struct np_site *site, bool forced, const char *who)
+{
+	struct plan p;
+	int err = np_plan_trap(v, site->addr, &p);
+	if (err) {
+		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
+			(unsigned long long)site->addr, p.why);
+		return err;
+	}
+	return install_trap(&p, site, forced);
+}
+
 /* A site with no region yet: plan JUMP, else TRAP, per the request. */
 static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy want,
 		     const char *who)
@@ -395,12 +408,7 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 		if (!err || want == NP_STRATEGY_JUMP)
 			return err;
 	}
-	if ((err = np_plan_trap(v, site->addr, &p))) {
-		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
-			(unsigned long long)site->addr, p.why);
-		return err;
-	}
-	return install_trap(&p, site, want == NP_STRATEGY_TRAP);
+	return place_trap(v, site, want == NP_STRATEGY_TRAP, who);
 }
 
 /* addr lies in the displaced bytes of a JUMP region: share its trampoline. */
@@ -489,15 +497,11 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 int np_region_place_trap(struct np_site *site, struct np_probe *probe, const char *who)
 {
 	struct fn_view v;
-	struct plan p;
 	if (np_region_find(site->addr))
 		return -EBUSY; /* another region took the address meanwhile */
 	int err = np_fn_view_load(&v, site->addr, probe->func_start, probe->func_size);
-	if (!err && (err = np_plan_trap(&v, site->addr, &p)))
-		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
-			(unsigned long long)site->addr, p.why);
 	if (!err)
-		err = install_trap(&p, site, false);
+		err = place_trap(&v, site, false, who);
 	np_fn_view_free(&v);
 	return err;
 }
