@@ -384,7 +384,6 @@ static void site_set_entry(struct np_site *s, const struct np_entry *e)
 	s->ret_pac = e->ret_pac;
 }
 
-/* A new probe at a site that already exists. */
 /* A probe whose handlers may touch the FP/vector state joins a site whose
  * trampoline does not save it: the trampoline is rebuilt to save it
  * first. Once the new handler list is published, hits through the
@@ -403,6 +402,7 @@ static int save_fpu_first(struct np_site *s, const struct np_probe *p)
 	return err;
 }
 
+/* A new probe at a site that already exists. */
 static int attach_existing(struct np_site *s, struct np_probe *p, const struct np_entry *e)
 {
 	if (e && !s->func_entry)

@@ -48,9 +48,9 @@ static void *park(void *arg)
 	return NULL;
 }
 
-/* Is the thread blocked in read() with its pc outside fn (that is, in the
- * trampoline)? /proc/self/task/TID/syscall: "nr args... sp pc". */
-static int parked_outside(pid_t tid, const uint8_t *fn)
+/* The user pc of a thread blocked in read(), 0 when it is not:
+ * /proc/self/task/TID/syscall reads "nr args... sp pc". */
+static uint64_t read_pc(pid_t tid)
 {
 	char path[64], line[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
@@ -62,8 +62,27 @@ static int parked_outside(pid_t tid, const uint8_t *fn)
 	if (!got || strncmp(line, "0 ", 2) != 0)
 		return 0;
 	const char *last = strrchr(line, ' ');
-	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	return pc && (pc < (uintptr_t)fn || pc >= (uintptr_t)fn + 16);
+	return last ? strtoull(last + 1, NULL, 16) : 0;
+}
+
+/* Up to 10 s for the parked thread to block in read() at a pc that
+ * 'where' accepts. */
+static int wait_parked(const struct parked *pk, bool (*where)(uint64_t pc, const uint8_t *fn))
+{
+	for (int i = 0; i < 10000; i++) {
+		pid_t tid = __atomic_load_n(&pk->tid, __ATOMIC_ACQUIRE);
+		uint64_t pc = tid ? read_pc(tid) : 0;
+		if (pc && where(pc, pk->fn))
+			return 1;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	return 0;
+}
+
+/* In the trampoline, that is outside fn. */
+static bool outside_fn(uint64_t pc, const uint8_t *fn)
+{
+	return pc < (uintptr_t)fn || pc >= (uintptr_t)fn + 16;
 }
 
 static struct np_probe *attach_one(uint8_t *at, struct e2e_counter *c, int batch)
@@ -102,14 +121,7 @@ static void land_after_retire(uint8_t *fn, int batch)
 		return;
 	CHECK_EQ(np_probe_strategy(p0), NP_STRATEGY_JUMP); /* [0, 7): the read goes along */
 	CHECK_EQ(pthread_create(&th, NULL, park, &pk), 0);
-	int parked = 0;
-	for (int i = 0; i < 10000 && !parked; i++) { /* up to 10 s */
-		pid_t tid = __atomic_load_n(&pk.tid, __ATOMIC_ACQUIRE);
-		parked = tid && parked_outside(tid, fn);
-		if (!parked)
-			nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
-	CHECK(parked);
+	CHECK(wait_parked(&pk, outside_fn));
 	CHECK_EQ(c0.hits, 1);
 	CHECK_EQ(np_probe_detach(p0), 0); /* the thread is in no handler */
 	np_probe_free(p0);
@@ -230,17 +242,11 @@ static void *wake_parked(void *arg)
 	return NULL;
 }
 
-static int parked_at(pid_t tid, uint64_t pc_want)
+/* After the syscall, at +4 of the original code: strictly inside the
+ * [0, 7) a probe at +0 covers. */
+static bool inside_fn(uint64_t pc, const uint8_t *fn)
 {
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	char *got = fgets(line, sizeof line, f);
-	fclose(f);
-	const char *last = got ? strrchr(line, ' ') : NULL;
-	return got && strncmp(line, "0 ", 2) == 0 && last && strtoull(last + 1, NULL, 16) == pc_want;
+	return pc == (uintptr_t)fn + 4;
 }
 
 TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
@@ -256,14 +262,7 @@ TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
 	CHECK_EQ(pipe(pfd), 0);
 	pk.fd = pfd[0];
 	CHECK_EQ(pthread_create(&tp, NULL, park_blocked, &pk), 0);
-	int parked = 0;
-	for (int i = 0; i < 10000 && !parked; i++) { /* up to 10 s */
-		pid_t tid = __atomic_load_n(&pk.tid, __ATOMIC_ACQUIRE);
-		parked = tid && parked_at(tid, (uintptr_t)fn + 4);
-		if (!parked)
-			nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
-	CHECK(parked);
+	CHECK(wait_parked(&pk, inside_fn));
 	CHECK_EQ(pthread_create(&tb, NULL, busy_blocked, NULL), 0);
 	CHECK_EQ(pthread_create(&tw, NULL, wake_parked, &pfd[1]), 0);
 
@@ -331,9 +330,7 @@ static void *storm_worker(void *arg)
 
 static double now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)now_ns() / SEC;
 }
 
 /* Half a millisecond in the handler, wherever the thread was. */
