@@ -87,7 +87,9 @@ struct np_probe_opts {
  * ENOSPC (65,536 probes attached already), E2BIG (more probes at one
  * address than its trampoline holds: 64 with entry and return handlers),
  * EDEADLK (called from a handler), EBUSY (conflicts with a forced strategy
- * already in place), EAGAIN (another thread could not be checked). */
+ * already in place), EAGAIN (another thread could not be checked, or
+ * stays where a jump would cut into its code: an AUTO probe then takes TRAP
+ * instead). */
 NP_API struct np_probe *np_probe_attach(void *addr, const struct np_probe_opts *opts);
 
 /* Remove the probe. When it returns, no handler of this probe runs or will
