@@ -16,6 +16,7 @@
  * idle, ready for the next session.
  */
 #include "agent/agent.h"
+#include "agent/script.h"
 #include "core/internal.h" /* np_fd_move_high */
 
 #include <dlfcn.h>
@@ -87,7 +88,9 @@ static bool fetch_valid(const struct np_fetch *f)
 static bool probe_valid(const struct np_msg_probe *m, uint32_t want_id)
 {
 	if (m->id != want_id || m->nargs > NP_MAX_ARGS || m->action < NP_ACT_COUNT ||
-	    m->action > NP_ACT_WATCH || m->strategy > NP_STRATEGY_TRAP)
+	    m->action > NP_ACT_SCRIPT || m->strategy > NP_STRATEGY_TRAP)
+		return false;
+	if (m->action == NP_ACT_SCRIPT && (m->nargs || !np_agent_script_probe_ok(m)))
 		return false;
 	if (m->action == NP_ACT_WATCH && (m->nargs > 2 || m->watch_len > 8))
 		return false;
@@ -119,6 +122,11 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 {
 	if (recv(fd, h, sizeof(*h), 0) != sizeof(*h) || !hello_valid(h))
 		return -EPROTO;
+	if (h->script_len) {
+		int err = np_agent_script_receive(fd, h->script_len);
+		if (err)
+			return err;
+	}
 	np_agent.probes = calloc(h->nprobes ? h->nprobes : 1, sizeof(*np_agent.probes));
 	if (!np_agent.probes)
 		return -ENOMEM;
@@ -141,8 +149,11 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 
 static int shm_create(const struct np_msg_hello *h)
 {
-	uint32_t stride = np_ring_stride(h->nprobes, h->ring_bytes);
-	size_t size = np_shm_size(h->nprobes, h->nrings, stride);
+	uint64_t wide = np_ring_stride_extra(h->nprobes, h->ring_bytes, np_agent_script.ring_extra);
+	if (wide > UINT32_MAX)
+		return -E2BIG;
+	uint32_t stride = (uint32_t)wide;
+	size_t size = np_shm_size(h->nprobes, h->nrings, stride) + np_agent_script.shared_bytes;
 	int fd = np_fd_move_high(memfd_create("nanoprobe-rings", MFD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
@@ -156,7 +167,8 @@ static int shm_create(const struct np_msg_hello *h)
 	}
 	struct np_shm_header *hdr = p;
 	*hdr = (struct np_shm_header){NP_PROTO_MAGIC, NP_PROTO_VERSION, h->nprobes, h->nrings,
-				      h->ring_bytes, stride, 0};
+				      h->ring_bytes, stride, 0, 0, 0, 0};
+	np_agent_script_bind(hdr);
 	np_agent.shm_fd = fd;
 	np_agent.shm_size = size;
 	__atomic_store_n(&np_agent.shm, hdr, __ATOMIC_RELEASE);
@@ -200,6 +212,7 @@ static void session_end(void)
 		close(np_agent.wake_fd);
 	free(np_agent.probes);
 	np_agent.probes = NULL;
+	np_agent_script_end();
 	np_agent.nprobes = 0;
 	np_agent.sock = np_agent.shm_fd = np_agent.wake_fd = -1;
 	np_set_log_fn(NULL, NULL);

@@ -59,6 +59,11 @@ void np_agent_publish_missed(void);
 
 /* handlers.c */
 void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
+/* The calling thread's ring in the current session, claimed on its first
+ * hit; NULL on the agent's own threads or when none is free. */
+struct np_ring *np_agent_ring_self(void);
+/* script_hit.c: NP_ACT_SCRIPT's handlers. */
+void np_agent_script_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
 /* NP_ACT_WATCH's handler: a record per access. */
 void np_agent_on_watch(const struct np_watch_hit *hit, void *data);
 #endif

@@ -91,6 +91,11 @@ static inline struct np_ring *ring_self(void)
 	return ring_first(gen);
 }
 
+struct np_ring *np_agent_ring_self(void)
+{
+	return ring_self();
+}
+
 static void count_hit(struct np_ring *r, const struct aprobe *ap)
 {
 	np_ring_counts(r)[ap->m.id]++;
@@ -357,6 +362,9 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
 	case NP_ACT_LATENCY:
 		*entry = on_call_start;
 		*ret = on_latency_return;
+		break;
+	case NP_ACT_SCRIPT:
+		np_agent_script_handlers(ap, entry, ret);
 		break;
 	}
 }

@@ -85,7 +85,7 @@ static void attached_msg(const struct aprobe *ap, int err)
 static unsigned probe_flags(const struct aprobe *ap)
 {
 	unsigned flags = NP_PROBE_NO_FPU; /* handlers.c is general-regs-only */
-	if (ap->m.vaddr != ap->m.func_vaddr)
+	if (ap->m.vaddr != ap->m.func_vaddr || (ap->m.action == NP_ACT_SCRIPT && ap->m.script_regs))
 		return flags;
 	for (unsigned i = 0; i < ap->m.nargs; i++)
 		if (ap->m.args[i].base == NP_FB_REG)

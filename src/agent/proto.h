@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
-#define NP_PROTO_VERSION 1
+#define NP_PROTO_VERSION 2
 #define NP_AGENT_START_SYM "nanoprobe_agent_start"
 #define NP_AGENT_ENV_SOCK "NANOPROBE_AGENT_SOCK"
 
@@ -47,7 +47,11 @@ enum np_msg_type {
 	NP_MSG_READY,
 	NP_MSG_DETACH,
 	NP_MSG_DETACHED,
+	NP_MSG_SCRIPT, /* after HELLO when it has script_len: the program (vm.h) in
+			* chunks of at most NP_SCRIPT_CHUNK bytes, each message a
+			* uint32_t type then the bytes */
 };
+#define NP_SCRIPT_CHUNK 65536
 
 /* What a probe's handler does on a hit. */
 enum np_action {
@@ -55,6 +59,7 @@ enum np_action {
 	NP_ACT_EVENT,       /* a record into the thread's ring */
 	NP_ACT_LATENCY,     /* entry-to-return time into the ring's histogram */
 	NP_ACT_WATCH,       /* a watchpoint: a record per access (see np_msg_probe) */
+	NP_ACT_SCRIPT,      /* run the session's program (vm.h) at its block */
 };
 
 enum np_fetch_base {
@@ -93,6 +98,7 @@ struct np_msg_hello {
 	uint32_t nrings;
 	uint32_t ring_bytes; /* event bytes per ring, a power of two */
 	uint32_t hist_unit;  /* latency buckets count in this many ns */
+	uint32_t script_len; /* bytes of the program NP_MSG_SCRIPT brings, 0: none */
 };
 
 struct np_msg_probe {
@@ -118,6 +124,10 @@ struct np_msg_probe {
 	 * when the values could not be read. */
 	uint8_t watch_type;
 	uint8_t watch_len;
+	/* NP_ACT_SCRIPT: the program's block this probe runs; whether it reads
+	 * registers other than the arguments (a stack walk's frame pointer) */
+	uint8_t script_regs;
+	uint32_t block;
 };
 
 struct np_msg_attached {
@@ -142,6 +152,11 @@ struct np_shm_header {
 	uint32_t ring_bytes;  /* event area of one ring */
 	uint32_t ring_stride; /* bytes from one ring to the next */
 	uint64_t no_ring;     /* hits of threads that found every ring taken */
+	/* A script's memory: each ring's thread area (np_ring_extra), and the
+	 * shared area for the maps' tables after the last ring. */
+	uint64_t ring_extra;  /* bytes, a multiple of 4096 */
+	uint64_t script_off;  /* from the header */
+	uint64_t script_bytes;
 };
 
 enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };
@@ -194,6 +209,7 @@ static inline size_t np_shm_rings_offset(uint32_t nprobes)
 	return 4096 + ((8ull * nprobes + 4095) & ~4095ull);
 }
 
+/* Without the script area (np_shm_header.script_off is this). */
 static inline size_t np_shm_size(uint32_t nprobes, uint32_t nrings, uint32_t stride)
 {
 	return np_shm_rings_offset(nprobes) + (size_t)nrings * stride;
@@ -227,9 +243,27 @@ static inline unsigned char *np_ring_data(struct np_ring *r, uint32_t nprobes)
 	return (unsigned char *)(np_ring_counts(r) + nprobes);
 }
 
-static inline uint32_t np_ring_stride(uint32_t nprobes, uint32_t ring_bytes)
+/* The ring's header, counters and events, page-aligned: a script's
+ * thread area follows (np_ring_extra). */
+static inline uint64_t np_ring_base_size(uint32_t nprobes, uint32_t ring_bytes)
 {
 	uint64_t s = sizeof(struct np_ring) + 8ull * nprobes + ring_bytes;
-	return (uint32_t)((s + 4095) & ~4095ull);
+	return (s + 4095) & ~4095ull;
+}
+
+static inline uint32_t np_ring_stride(uint32_t nprobes, uint32_t ring_bytes)
+{
+	return (uint32_t)np_ring_base_size(nprobes, ring_bytes);
+}
+
+/* With a thread area of `extra` bytes (a multiple of 4096) per ring. */
+static inline uint64_t np_ring_stride_extra(uint32_t nprobes, uint32_t ring_bytes, uint64_t extra)
+{
+	return np_ring_base_size(nprobes, ring_bytes) + extra;
+}
+
+static inline unsigned char *np_ring_extra(struct np_ring *r, uint32_t nprobes, uint32_t ring_bytes)
+{
+	return (unsigned char *)r + np_ring_base_size(nprobes, ring_bytes);
 }
 #endif

@@ -45,14 +45,14 @@ static void setup(struct fixture *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->hello = (struct np_msg_hello){NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-					 NPROBES, 1, RING_BYTES, 1};
+					 NPROBES, 1, RING_BYTES, 1, 0};
 	uint32_t stride = np_ring_stride(NPROBES, RING_BYTES);
 	size_t size = np_shm_size(NPROBES, 1, stride);
 	f->fd = memfd_create("test-rings", 0);
 	CHECK(f->fd >= 0 && ftruncate(f->fd, (off_t)size) == 0);
 	struct np_shm_header *h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
 	*h = (struct np_shm_header){NP_PROTO_MAGIC, NP_PROTO_VERSION, NPROBES, 1, RING_BYTES,
-				    stride, 0};
+				    stride, 0, 0, 0, 0};
 	f->ring = np_shm_ring(h, NPROBES, stride, 0);
 	f->ring->state = NP_RING_OWNED;
 	f->ring->tid = getpid();

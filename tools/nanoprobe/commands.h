@@ -10,4 +10,5 @@ int cmd_list(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 #endif

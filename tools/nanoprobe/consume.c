@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #define REC_MAX (sizeof(struct np_rec) + NP_MAX_ARGS * NP_STRING_SLOT)
+#define SCRIPT_REC_MAX (sizeof(struct np_rec) + (64u << 10))
+
+uint64_t session_script_ring_extra, session_script_bytes;
 
 static struct np_ring *ring_at(const struct consumer *c, uint32_t i)
 {
@@ -35,8 +38,10 @@ int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
 	c->nprobes = h->nprobes;
 	c->nrings = h->nrings;
 	c->ring_bytes = h->ring_bytes;
-	c->stride = np_ring_stride(h->nprobes, h->ring_bytes);
-	c->size = np_shm_size(c->nprobes, c->nrings, c->stride);
+	uint64_t extra = h->script_len ? session_script_ring_extra : 0;
+	c->stride = (uint32_t)np_ring_stride_extra(h->nprobes, h->ring_bytes, extra);
+	c->size = np_shm_size(c->nprobes, c->nrings, c->stride) +
+		  (h->script_len ? session_script_bytes : 0);
 	c->set = set;
 	c->pid = pid;
 	c->totals = t;
@@ -181,7 +186,10 @@ static void batch_flush(struct consumer *c, const struct session_ops *ops)
 {
 	if (batch.n)
 		qsort(batch.refs, batch.n, sizeof(*batch.refs), by_time);
-	for (size_t i = 0; i < batch.n; i++) {
+	for (size_t i = 0; i < batch.n && ops->on_record; i++)
+		ops->on_record(batch.arena + batch.refs[i].off, batch.refs[i].len, batch.refs[i].tid,
+			       batch.refs[i].comm, ops->cookie);
+	for (size_t i = 0; i < batch.n && !ops->on_record; i++) {
 		struct event ev;
 		if (!decode(c, batch.arena + batch.refs[i].off, &batch.refs[i], &ev))
 			c->totals->corrupt++;
@@ -212,7 +220,8 @@ static void drain_ring(struct consumer *c, struct np_ring *r, const struct sessi
 			break;
 		}
 		if (probe != NP_REC_PAD &&
-		    (len < sizeof(struct np_rec) || len > REC_MAX || !batch_add(data + off, len, r)))
+		    (len < sizeof(struct np_rec) || len > (ops->on_record ? SCRIPT_REC_MAX : REC_MAX) ||
+		     !batch_add(data + off, len, r)))
 			c->totals->corrupt++;
 		if (batch.used >= BATCH_MAX)
 			batch_flush(c, ops);
@@ -268,8 +277,10 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 }
 
 /* A thread that is gone never writes its ring again: fold it and free it. */
-static void reap_ring(struct consumer *c, struct np_ring *r)
+static void reap_ring(struct consumer *c, struct np_ring *r, uint32_t i)
 {
+	if (c->ops && c->ops->on_reap)
+		c->ops->on_reap(i, c->ops->cookie); /* it wipes the script's area */
 	ring_add(c, r, c->totals);
 	memset(np_ring_counts(r), 0, c->nprobes * sizeof(uint64_t));
 	memset(&r->hist, 0, sizeof(r->hist));
@@ -301,7 +312,7 @@ void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap
 		bool gone = reap && state == NP_RING_OWNED && thread_gone(c->pid, r->tid);
 		drain_ring(c, r, ops);
 		if (gone)
-			reap_ring(c, r);
+			reap_ring(c, r, i);
 	}
 	batch_flush(c, ops);
 }

@@ -12,7 +12,13 @@ struct consumer {
 	const struct probe_set *set;
 	pid_t pid;
 	struct totals *totals; /* folded in from rings of threads that ended */
+	const struct session_ops *ops; /* on_reap, if any */
+	uint64_t ring_extra, script_bytes; /* a script's areas (proto.h) */
 };
+
+/* A script's areas in every session's memory (proto.h): each ring's thread
+ * area and the maps' shared area, page-aligned; set with the script. */
+extern uint64_t session_script_ring_extra, session_script_bytes;
 
 /* Map the agent's memory and check its header against what HELLO asked. */
 int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,

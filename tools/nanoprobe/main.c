@@ -24,6 +24,10 @@ static const struct verb verbs[] = {
 	{"latency", cmd_latency,
 	 "latency [-p PID] [-u|-m] [-d SECONDS] [-j] FUNC [-- CMD ARGS...]\n"
 	 "      entry-to-return time per call, as a power-of-two histogram"},
+	{"run", cmd_run,
+	 "run [-p PID] [-c CMD] [-f text|json] [-o FILE] [-d SECONDS] [--map-keys N] "
+	 "{-e 'PROGRAM' | FILE} [-- CMD ARGS...]\n"
+	 "      run a bpftrace program (uprobe, uretprobe, BEGIN, END, interval; see docs/scripts.md)"},
 	{"watch", cmd_watch,
 	 "watch [-p PID] [-j] [-o FILE] [-d SECONDS] SPEC... [-- CMD ARGS...]\n"
 	 "      every access to a variable (hardware watchpoints): who, where, old and new value\n"
@@ -76,7 +80,7 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].run(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, watch, list, analyze, bench)\n",
+	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, run, watch, list, analyze, bench)\n",
 		argv[1]);
 	return 2;
 }

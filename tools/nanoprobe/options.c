@@ -222,7 +222,8 @@ static void banner(const struct session_opts *o, const struct probe_set *set, ch
 static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
 		    struct probe_set *set)
 {
-	struct session_ops ops = {v->on_event, v->on_interval, cookie, v->on_ready};
+	struct session_ops ops = {.on_event = v->on_event, .on_interval = v->on_interval,
+				  .cookie = cookie, .on_ready = v->on_ready};
 	struct totals t;
 	int rc = session_run(o, set, &ops, &t);
 	if (rc)

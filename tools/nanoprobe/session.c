@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "consume.h"
+#include "agent/vm.h"
 #include "inject.h"
 #include "launch.h"
 
@@ -62,6 +63,11 @@ static uint64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void session_request_stop(void)
+{
+	stop_requested = SIGTERM;
 }
 
 pid_t session_pid(void)
@@ -138,9 +144,29 @@ static int send_simple(int fd, uint32_t type)
 	return send_all(fd, &m, sizeof(m));
 }
 
+/* The program after HELLO, in chunks (proto.h, NP_MSG_SCRIPT). */
+static int send_script(int fd, const struct np_vm_prog *prog)
+{
+	static unsigned char chunk[4 + NP_SCRIPT_CHUNK];
+	const unsigned char *p = (const unsigned char *)prog;
+	uint32_t type = NP_MSG_SCRIPT;
+	int rc = 0;
+	memcpy(chunk, &type, 4);
+	for (uint32_t at = 0; at < prog->size && !rc; at += NP_SCRIPT_CHUNK) {
+		uint32_t n = prog->size - at < NP_SCRIPT_CHUNK ? prog->size - at : NP_SCRIPT_CHUNK;
+		memcpy(chunk + 4, p + at, n);
+		rc = send_all(fd, chunk, 4 + n);
+	}
+	return rc;
+}
+
+static const struct np_vm_prog *session_script;
+
 static int send_probes(int fd, const struct np_msg_hello *h, const struct probe_set *set)
 {
 	int rc = send_all(fd, h, sizeof(*h));
+	if (!rc && h->script_len)
+		rc = send_script(fd, session_script);
 	for (size_t i = 0; i < set->n && !rc; i++)
 		rc = send_all(fd, &set->p[i].m, sizeof(set->p[i].m));
 	return rc ? rc : send_simple(fd, NP_MSG_GO);
@@ -266,6 +292,8 @@ static int handshake(const struct session_opts *o, struct control *c, struct np_
 		snprintf(err, errlen, "no probe could be placed");
 		rc = -ENOENT;
 	}
+	if (!rc && ops->on_begin)
+		ops->on_begin(c->shm_fd, h, ops->cookie);
 	if (!rc && ops->on_ready) /* a program we started has not run main yet */
 		ops->on_ready(ops->cookie);
 	/* A preloaded program waits in its constructor for this word. Not
@@ -347,6 +375,7 @@ static int run_attached(const struct session_opts *o, struct control *c,
 	if (totals_init(&scratch, c->set->n))
 		return fail(o, "out of memory");
 	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, t);
+	cons.ops = ops;
 	if (rc) {
 		send_simple(c->fd, NP_MSG_DETACH);
 		totals_free(&scratch);
@@ -369,11 +398,18 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 			const struct session_ops *ops, struct totals *t)
 {
 	/* Counting needs no event space: room for many more threads then. */
-	bool events = ops->on_event != NULL;
+	bool events = ops->on_event != NULL || ops->on_record != NULL;
 	unsigned ring_kb = o->ring_kb ? o->ring_kb : events ? 256 : 4;
+	unsigned nrings = o->nrings ? o->nrings : events ? RINGS_EVENTS : RINGS_COUNTING;
 	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-				 (uint32_t)set->n, events ? RINGS_EVENTS : RINGS_COUNTING,
-				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1};
+				 (uint32_t)set->n, nrings,
+				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1,
+				 o->script ? o->script->size : 0};
+	session_script = o->script;
+	if (o->script) {
+		session_script_ring_extra = (o->script->thread_bytes + 4095) & ~4095ull;
+		session_script_bytes = (o->script->shared_bytes + 4095) & ~4095ull;
+	}
 	char err[512];
 	for (int n = 0;; n++) {
 		struct control c = {.fd = -1, .shm_fd = -1, .set = set};

@@ -14,6 +14,8 @@
 
 #include "resolve.h"
 
+struct np_vm_prog;
+
 /* What the command line of every session verb shares. */
 struct session_opts {
 	pid_t pid;           /* -p */
@@ -28,6 +30,9 @@ struct session_opts {
 	FILE *out;           /* the results' stream: stdout or out_path */
 	const char *verb;    /* for messages */
 	int argend;          /* the specs are argv[first..argend) */
+	/* run: the program the agent runs (src/agent/vm.h), and rings */
+	const struct np_vm_prog *script;
+	unsigned nrings;     /* 0: the verb's default */
 };
 
 /* One decoded event, copied out of shared memory and checked. */
@@ -62,7 +67,16 @@ struct session_ops {
 	void *cookie;
 	/* the agent has placed the probes; before a started program runs on */
 	void (*on_ready)(void *cookie);
+	/* run: the shared memory (fd) before on_ready, each record raw instead of
+	 * on_event, and a thread's ring before it is recycled */
+	void (*on_begin)(int shm_fd, const struct np_msg_hello *h, void *cookie);
+	void (*on_record)(const unsigned char *rec, uint32_t len, int tid, const char *comm,
+			  void *cookie);
+	void (*on_reap)(uint32_t ring, void *cookie);
 };
+
+/* End the session as -d would (the program's exit() in a script). */
+void session_request_stop(void);
 
 /* Parse the options every session verb takes. Returns the index of the
  * first spec (they end at o->argend), or -1 after printing a usage error. `extra` handles verb-specific options (getopt letters in
@@ -116,6 +130,7 @@ struct verb {
 	void (*on_ready)(void *cookie); /* see session_ops; may be NULL */
 	void (*cleanup)(void *cookie); /* always, last; may be NULL */
 };
+struct np_vm_prog;
 
 /* The whole verb: its exit status. */
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv);

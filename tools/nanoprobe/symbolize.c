@@ -112,3 +112,23 @@ const char *symbolize(struct symbolizer *s, uint64_t addr, char *buf, size_t cap
 		 main ? "" : base ? base + 1 : m->path, main ? "" : ")");
 	return buf;
 }
+
+const char *symbolize_fn(struct symbolizer *s, uint64_t addr, uint64_t *offset)
+{
+	const struct mapping *m = find(s, addr);
+	if (!m) {
+		symbolizer_refresh(s);
+		m = find(s, addr);
+	}
+	const struct np_symtab *st;
+	char err[256];
+	uint64_t vaddr;
+	if (!m || resolve_table(m->path, &st, err, sizeof(err)) ||
+	    np_symtab_offset_to_vaddr(st, addr - m->lo + m->off, &vaddr))
+		return NULL;
+	const struct np_sym *fn = np_symtab_at(st, vaddr);
+	if (!fn)
+		return NULL;
+	*offset = vaddr - fn->addr;
+	return fn->demangled ? fn->demangled : fn->name;
+}

@@ -19,4 +19,7 @@ void symbolizer_refresh(struct symbolizer *s);
 /* buf, holding the name; the hex address when nothing names it. */
 const char *symbolize(struct symbolizer *s, uint64_t addr, char *buf, size_t cap);
 void symbolizer_free(struct symbolizer *s);
+/* The function holding addr as bpftrace names it (C++ demangled, whole
+ * signature) and addr's offset into it; NULL when nothing names it. */
+const char *symbolize_fn(struct symbolizer *s, uint64_t addr, uint64_t *offset);
 #endif

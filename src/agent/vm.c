@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The script interpreter: runs one block of checked bytecode (vm.h) for a
+ * hit, on the probed thread.
+ *
+ * Why an interpreter. A bpftrace action is a handful of operations (load
+ * an argument, compare, hash a key, bump a counter); the probe around it
+ * costs about 5 ns. A switch-dispatched interpreter adds 1 to 2 ns per
+ * instruction here (docs/performance.md, "Scripts"), so the predicate that
+ * rejects a hit (3 instructions) or `@[arg0] = count()` (5) stay within a
+ * few ns of hand-written C, which native code generation would at best
+ * reach. Generating code would also mean writable-then-executable memory
+ * in the traced program, a code generator per ISA (x86-64, arm64,
+ * riscv64) and the same verifier on top: the bytecode runs unchanged on
+ * every ISA the engine supports, and its safety is checked once on a
+ * linear array (vm_verify.c), not on machine code.
+ *
+ * The rules of the hit path hold here: built with -mgeneral-regs-only,
+ * no libc, no lock (a key insert claims its slot with one compare-and-
+ * swap; a reader meeting a slot being written waits a bounded number of
+ * rounds, then treats it as another key), no allocation, no system call
+ * except around reads of arbitrary pointers (str, buf, *ptr), which check
+ * that the thread does not block SIGSEGV first (as trace's fetches do).
+ * Stack walks and stack arguments read only [sp, stack top) of the
+ * thread's own stack, which is mapped: no fault, no system call.
+ *
+ * Aggregations live in the thread's own area: an entry per key slot with
+ * the epoch of the slot it was written under. delete(), clear() and
+ * zero() bump the slot's epoch, which voids every thread's entry at once
+ * without touching it; the next update of that thread starts from zero.
+ */
+#include "agent/vm_run.h"
+
+#include "core/nolibc.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include "core/internal.h" /* np_host_syscall */
+
+#define SPIN_ROUNDS 256 /* a key being inserted by another thread */
+#define STACK_SPAN (1ull << 30) /* sp to the stack's top at most */
+
+static inline uint64_t ext_of(const struct np_vm_insn *i)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, i + 1, 8);
+	return v;
+}
+
+/* --- records ---------------------------------------------------------------- */
+
+struct np_rec *np_vm_ring_reserve(struct np_ring *r, unsigned char *data, uint32_t size,
+				  uint32_t len, uint64_t *head)
+{
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t off = (uint32_t)(*head & (size - 1));
+	uint32_t room = size - off;
+	uint64_t need = room < len ? (uint64_t)room + len : len;
+	if (*head - tail + need > size) {
+		r->drops++;
+		return NULL;
+	}
+	if (room < len) {
+		struct np_rec *pad = (struct np_rec *)(data + off);
+		pad->len = room;
+		pad->probe = NP_REC_PAD;
+		*head += room;
+		off = 0;
+	}
+	return (struct np_rec *)(data + off);
+}
+
+static void emit(const struct np_vm_env *env, unsigned kind, uint32_t id, const uint8_t *payload,
+		 uint32_t len)
+{
+	struct np_ring *r = env->ring;
+	if (!r)
+		return;
+	uint64_t head = r->head;
+	uint32_t total = (uint32_t)sizeof(struct np_rec) + ((len + 7u) & ~7u);
+	struct np_rec *rec = np_vm_ring_reserve(r, env->ring_data, env->ring_bytes, total, &head);
+	if (!rec)
+		return;
+	int cpu = np_cpu();
+	rec->len = total;
+	rec->probe = (uint16_t)env->probe;
+	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
+	rec->fault_mask = 0;
+	rec->reserved = (uint32_t)kind << 24 | (id & 0xffffff);
+	rec->ts = np_clock_ns();
+	rec->pc = env->ctx ? np_ctx_pc(env->ctx) : 0;
+	rec->func = 0;
+	rec->entry_ts = 0;
+	uint8_t *p = (uint8_t *)(rec + 1);
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = payload[i];
+	for (uint32_t i = len; i < ((len + 7u) & ~7u); i++)
+		p[i] = 0;
+	__atomic_store_n(&r->head, head + total, __ATOMIC_RELEASE);
+}
+
+/* --- reading the program's memory ------------------------------------------- */
+
+/* The top of the calling thread's stack, so that walks read only
+ * [sp, top): a glibc thread's control block (the thread pointer) sits
+ * just above its stack, on x86-64 and arm64 alike, and the main thread's
+ * stack ends above __libc_stack_end. 0 when sp is in neither (a
+ * coroutine's or a signal's alternate stack): nothing is read then. */
+static uint64_t stack_top(const struct np_vm_env *env, uint64_t sp)
+{
+	uint64_t tp = (uint64_t)(uintptr_t)__builtin_thread_pointer();
+	if (sp < tp && tp - sp < STACK_SPAN)
+		return tp;
+	if (sp < env->main_stack_end && env->main_stack_end - sp < STACK_SPAN)
+		return env->main_stack_end;
+	return 0;
+}
+
+static int stack_word(uint64_t addr, uint64_t sp, uint64_t top, uint64_t *v)
+{
+	if (addr < sp || addr > top - 8 || (addr & 7))
+		return -1;
+	*v = *(const volatile uint64_t *)(uintptr_t)addr;
+	return 0;
+}
+
+/* Frame pointers, as the kernel's user stack walk: the pc; at a function
+ * entry, the return address on top of the stack (the frame is not built
+ * yet); then each frame's saved return address, following saved frame
+ * pointers while they stay on the stack. */
+static uint32_t walk_stack(const struct np_vm_env *env, uint64_t *frames, uint32_t max)
+{
+	if (!env->ctx || !max)
+		return 0;
+	struct np_ctx *ctx = env->ctx;
+	uint64_t sp = np_ctx_sp(ctx), top = stack_top(env, sp), fp, ret;
+	uint32_t n = 0;
+	frames[n++] = np_ctx_is_return(ctx) ? np_ctx_func(ctx) : np_ctx_pc(ctx);
+	if (!top)
+		return n;
+	if (env->at_entry && n < max && stack_word(sp, sp, top, &ret) == 0 && ret)
+		frames[n++] = ret;
+	if (np_ctx_is_return(ctx) && n < max)
+		frames[n++] = np_ctx_pc(ctx); /* where the call returns to */
+	fp = np_ctx_reg(ctx, env->fp_reg);
+	while (n < max) {
+		uint64_t next;
+		if (stack_word(fp, sp, top, &next) || stack_word(fp + 8, sp, top, &ret) || !ret)
+			break;
+		frames[n++] = ret;
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	return n;
+}
+
+static uint64_t sarg(const struct np_vm_env *env, int32_t i)
+{
+	if (!env->ctx || i < 0)
+		return 0;
+	uint64_t sp = np_ctx_sp(env->ctx), top = stack_top(env, sp), v = 0;
+	if (top)
+		stack_word(sp + 8 * ((uint64_t)i + env->sarg_skip), sp, top, &v);
+	return v;
+}
+
+/* A thread that blocks SIGSEGV or SIGBUS cannot survive even a caught
+ * fault: unblock them around a read of an arbitrary pointer. */
+static uint64_t faults_unblock(void)
+{
+	uint64_t mask = 0, want = (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1));
+	np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&mask, sizeof(mask), 0, 0);
+	if (mask & want)
+		np_host_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&want, 0, sizeof(want), 0, 0);
+	return mask & want;
+}
+
+static void faults_reblock(uint64_t blocked)
+{
+	if (blocked)
+		np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&blocked, 0, sizeof(blocked), 0, 0);
+}
+
+static int read_mem(const struct np_vm_env *env, void *dst, uint64_t addr, uint32_t len)
+{
+	if (!env->ctx) /* the command's own BEGIN/END: nothing of the program's */
+		return -1;
+	int saved = *np_errno();
+	uint64_t blocked = faults_unblock();
+	int rc = np_read_user(dst, addr, len);
+	faults_reblock(blocked);
+	*np_errno() = saved;
+	return rc;
+}
+
+static void read_str(const struct np_vm_env *env, uint8_t *dst, uint64_t addr, uint32_t size,
+		     uint64_t limit)
+{
+	np_zero(dst, size);
+	if (!env->ctx || size == 0)
+		return;
+	uint32_t max = size;
+	if (limit + 1 < max)
+		max = (uint32_t)limit + 1;
+	int saved = *np_errno();
+	uint64_t blocked = faults_unblock();
+	long n = np_read_user_str((char *)dst, addr, max);
+	faults_reblock(blocked);
+	*np_errno() = saved;
+	if (n < 0)
+		np_zero(dst, size);
+}
+
+/* --- maps --------------------------------------------------------------------- */
+
+static inline uint64_t hash_key(const uint64_t *k, uint32_t words)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ words;
+	for (uint32_t i = 0; i < words; i++) {
+		h ^= k[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+static inline int key_equal(const uint64_t *a, const uint64_t *b, uint32_t words)
+{
+	for (uint32_t i = 0; i < words; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static inline struct np_vm_map_header *map_header(const struct np_vm_env *env,
+						  const struct np_vm_map *m)
+{
+	return (struct np_vm_map_header *)(env->shared + m->shared_off);
+}
+
+static inline struct np_vm_slot *slot_at(const struct np_vm_env *env, const struct np_vm_map *m,
+					 uint32_t i)
+{
+	return (struct np_vm_slot *)(env->shared + m->shared_off +
+				     sizeof(struct np_vm_map_header) + (uint64_t)i * m->slot_size);
+}
+
+static inline uint64_t *slot_key(struct np_vm_slot *s)
+{
+	return (uint64_t *)(s + 1);
+}
+
+/* The slot of key, inserted when `create`; -1 when absent (or the map is
+ * full: a drop, counted, when creating). */
+static int64_t map_find(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key,
+			int create)
+{
+	uint32_t words = m->key_size / 8, mask = m->nslots - 1;
+	uint64_t h = hash_key(key, words);
+	for (uint32_t i = 0; i < NP_VM_PROBE_LIMIT && i < m->nslots; i++) {
+		uint32_t idx = (uint32_t)(h + i) & mask;
+		struct np_vm_slot *s = slot_at(env, m, idx);
+		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		if (st == VM_SLOT_EMPTY) {
+			if (!create)
+				return -1;
+			struct np_vm_map_header *hd = map_header(env, m);
+			if (__atomic_load_n(&hd->keys, __ATOMIC_RELAXED) >= m->max_keys)
+				break;
+			uint32_t empty = VM_SLOT_EMPTY;
+			if (__atomic_compare_exchange_n(&s->state, &empty, VM_SLOT_BUSY, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				__atomic_fetch_add(&hd->keys, 1, __ATOMIC_RELAXED);
+				uint64_t *k = slot_key(s);
+				for (uint32_t w = 0; w < words; w++)
+					k[w] = key[w];
+				s->epoch = 1;
+				__atomic_store_n(&s->state, VM_SLOT_READY, __ATOMIC_RELEASE);
+				return idx;
+			}
+			st = empty;
+		}
+		for (unsigned spin = 0; st == VM_SLOT_BUSY && spin < SPIN_ROUNDS; spin++)
+			st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		if (st == VM_SLOT_READY && key_equal(slot_key(s), key, words))
+			return idx;
+	}
+	if (create)
+		__atomic_fetch_add(&map_header(env, m)->drops, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
+static inline uint64_t *slot_value(struct np_vm_slot *s, const struct np_vm_map *m)
+{
+	return (uint64_t *)((uint8_t *)(s + 1) + m->key_size);
+}
+
+static void map_get(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key,
+		    uint64_t *reg, uint8_t *blob)
+{
+	int64_t i = map_find(env, m, key, 0);
+	struct np_vm_slot *s = i < 0 ? NULL : slot_at(env, m, (uint32_t)i);
+	int present = s && __atomic_load_n(&s->present, __ATOMIC_ACQUIRE);
+	if (!blob) {
+		*reg = present ? __atomic_load_n(slot_value(s, m), __ATOMIC_RELAXED) : 0;
+		return;
+	}
+	const uint64_t *v = present ? slot_value(s, m) : NULL;
+	uint64_t *out = (uint64_t *)blob;
+	for (uint32_t w = 0; w < m->value_size / 8; w++)
+		out[w] = v ? v[w] : 0;
+	*reg = present;
+}
+
+static void map_set(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key,
+		    uint64_t val, const uint8_t *blob)
+{
+	int64_t i = map_find(env, m, key, 1);
+	if (i < 0)
+		return;
+	struct np_vm_slot *s = slot_at(env, m, (uint32_t)i);
+	uint64_t *v = slot_value(s, m);
+	if (blob) {
+		const uint64_t *b = (const uint64_t *)blob;
+		for (uint32_t w = 0; w < m->value_size / 8; w++)
+			__atomic_store_n(&v[w], b[w], __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(v, val, __ATOMIC_RELAXED);
+	}
+	if (!__atomic_load_n(&s->present, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->present, 1, __ATOMIC_RELEASE);
+}
+
+static void slot_void(struct np_vm_slot *s, int keep_key)
+{
+	__atomic_fetch_add(&s->epoch, 1, __ATOMIC_RELEASE);
+	if (!keep_key)
+		__atomic_store_n(&s->present, 0, __ATOMIC_RELEASE);
+}
+
+static void map_del(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key)
+{
+	int64_t i = map_find(env, m, key, 0);
+	if (i >= 0)
+		slot_void(slot_at(env, m, (uint32_t)i), 0);
+}
+
+static void map_each_void(const struct np_vm_env *env, const struct np_vm_map *m, int keep_key)
+{
+	for (uint32_t i = 0; i < m->nslots; i++) {
+		struct np_vm_slot *s = slot_at(env, m, i);
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != VM_SLOT_READY)
+			continue;
+		if (keep_key && m->kind == VM_MAP_VALUE) {
+			uint64_t *v = slot_value(s, m);
+			for (uint32_t w = 0; w < m->value_size / 8; w++)
+				__atomic_store_n(&v[w], 0, __ATOMIC_RELAXED);
+		}
+		slot_void(s, keep_key);
+	}
+}
+
+/* bpftrace's hist(): slot 0 for negatives, 1 for 0, 2 for 1, then one per
+ * power of two. */
+static inline uint32_t hist_slot(int64_t v)
+{
+	if (v < 0)
+		return 0;
+	if (v == 0)
+		return 1;
+	return 2u + 63u - (uint32_t)__builtin_clzll((uint64_t)v);
+}
+
+static inline uint32_t lhist_slot(const struct np_vm_map *m, int64_t v)
+{
+	if (v < m->lmin)
+		return 0;
+	if (v >= m->lmax)
+		return (uint32_t)((m->lmax - m->lmin) / m->lstep) + 1;
+	return (uint32_t)((v - m->lmin) / m->lstep) + 1;
+}
+
+static void agg(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key,
+		uint64_t val)
+{
+	int64_t i = map_find(env, m, key, 1);
+	if (i < 0)
+		return;
+	struct np_vm_slot *s = slot_at(env, m, (uint32_t)i);
+	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&s->present, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->present, 1, __ATOMIC_RELEASE);
+	uint64_t *e = (uint64_t *)(env->thread + m->thread_off + (uint64_t)i * m->entry_size);
+	uint64_t *d = e + 1;
+	if (e[0] != epoch) {
+		for (uint32_t w = 0; w < m->entry_size / 8 - 1; w++)
+			d[w] = 0;
+		e[0] = epoch;
+	}
+	int64_t sv = (int64_t)val;
+	switch (m->agg) {
+	case VM_AGG_COUNT: d[0]++; break;
+	case VM_AGG_SUM: d[0] += val; break;
+	case VM_AGG_MIN:
+		if (!d[0] || sv < (int64_t)d[1])
+			d[1] = val;
+		d[0] = 1;
+		break;
+	case VM_AGG_MAX:
+		if (!d[0] || sv > (int64_t)d[1])
+			d[1] = val;
+		d[0] = 1;
+		break;
+	case VM_AGG_AVG:
+	case VM_AGG_STATS: d[0]++; d[1] += val; break;
+	case VM_AGG_HIST: d[hist_slot(sv)]++; break;
+	case VM_AGG_LHIST: d[lhist_slot(m, sv)]++; break;
+	}
+}
+
+/* --- the interpreter ------------------------------------------------------------ */
+
+static inline int cmp(unsigned op, uint64_t a, uint64_t b)
+{
+	switch (op) {
+	case VM_EQ: return a == b;
+	case VM_NE: return a != b;
+	case VM_LTS: return (int64_t)a < (int64_t)b;
+	case VM_LES: return (int64_t)a <= (int64_t)b;
+	case VM_GTS: return (int64_t)a > (int64_t)b;
+	case VM_GES: return (int64_t)a >= (int64_t)b;
+	case VM_LTU: return a < b;
+	case VM_LEU: return a <= b;
+	case VM_GTU: return a > b;
+	case VM_GEU: return a >= b;
+	}
+	return 0;
+}
+
+static uint64_t builtin(const struct np_vm_env *env, int32_t which)
+{
+	switch (which) {
+	case VM_B_PID: return env->pid;
+	case VM_B_TID: return env->ring ? (uint64_t)(uint32_t)env->ring->tid : 0;
+	case VM_B_NSECS: return np_clock_ns();
+	case VM_B_ELAPSED: return np_clock_ns() - env->start_ns;
+	case VM_B_CPU: { int c = np_cpu(); return c < 0 ? 0 : (uint64_t)c; }
+	case VM_B_UID: return env->uid;
+	case VM_B_GID: return env->gid;
+	case VM_B_PROBE: return env->probe;
+	case VM_B_PC: return env->ctx ? np_ctx_pc(env->ctx) : 0;
+	}
+	return 0;
+}
+
+static inline int64_t sdiv(int64_t a, int64_t b)
+{
+	if (b == 0 || (b == -1 && a == INT64_MIN))
+		return b == 0 ? 0 : a;
+	return a / b;
+}
+
+static inline int64_t smod(int64_t a, int64_t b)
+{
+	if (b == 0 || b == -1)
+		return 0;
+	return a % b;
+}
+
+static inline uint64_t sext(uint64_t v, int32_t bytes)
+{
+	unsigned bits = (unsigned)bytes * 8u;
+	if (bits >= 64 || bits == 0)
+		return v;
+	uint64_t m = 1ull << (bits - 1);
+	v &= (1ull << bits) - 1;
+	return (v ^ m) - m;
+}
+
+static inline uint64_t zext(uint64_t v, int32_t bytes)
+{
+	unsigned bits = (unsigned)bytes * 8u;
+	return bits >= 64 || bits == 0 ? v : v & ((1ull << bits) - 1);
+}
+
+int np_vm_run(const struct np_vm_env *env, uint32_t block)
+{
+	const struct np_vm_prog *prog = env->prog;
+	const struct np_vm_insn *code = np_vm_insns(prog);
+	const struct np_vm_map *maps = np_vm_maps(prog);
+	const uint8_t *consts = np_vm_consts(prog);
+	uint8_t *scratch = env->thread;
+	uint64_t r[NP_VM_NREGS] = {0};
+	const struct np_vm_insn *i = code + np_vm_blocks(prog)[block];
+	for (;;) {
+		uint64_t x = i->op < VM_NOPS && np_vm_op_wide(i->op) ? ext_of(i) : 0;
+		uint32_t e0 = (uint32_t)x, e1 = (uint32_t)(x >> 32);
+		const struct np_vm_insn *next = i + 1 + np_vm_op_wide(i->op);
+		uint64_t a = r[i->a & 15], b = r[i->b & 15];
+		uint64_t *d = &r[i->dst & 15];
+		switch (i->op) {
+		case VM_EXIT: return 0;
+		case VM_MOVI: *d = (uint64_t)(int64_t)i->imm; break;
+		case VM_MOVW: *d = x; break;
+		case VM_MOV: *d = a; break;
+		case VM_ADD: *d = a + b; break;
+		case VM_SUB: *d = a - b; break;
+		case VM_MUL: *d = a * b; break;
+		case VM_DIVU: *d = b ? a / b : 0; break;
+		case VM_MODU: *d = b ? a % b : 0; break;
+		case VM_DIVS: *d = (uint64_t)sdiv((int64_t)a, (int64_t)b); break;
+		case VM_MODS: *d = (uint64_t)smod((int64_t)a, (int64_t)b); break;
+		case VM_AND: *d = a & b; break;
+		case VM_OR: *d = a | b; break;
+		case VM_XOR: *d = a ^ b; break;
+		case VM_SHL: *d = a << (b & 63); break;
+		case VM_SHR: *d = a >> (b & 63); break;
+		case VM_SAR: *d = (uint64_t)((int64_t)a >> (b & 63)); break;
+		case VM_EQ: case VM_NE: case VM_LTS: case VM_LES: case VM_GTS: case VM_GES:
+		case VM_LTU: case VM_LEU: case VM_GTU: case VM_GEU:
+			*d = (uint64_t)cmp(i->op, a, b);
+			break;
+		case VM_NEG: *d = -a; break;
+		case VM_BNOT: *d = ~a; break;
+		case VM_LNOT: *d = !a; break;
+		case VM_SEXT: *d = sext(a, i->imm); break;
+		case VM_ZEXT: *d = zext(a, i->imm); break;
+		case VM_JMP: next += i->imm; break;
+		case VM_JZ: if (!a) next += i->imm; break;
+		case VM_JNZ: if (a) next += i->imm; break;
+		case VM_JNCMPI: if (!cmp(i->dst, a, x)) next += i->imm; break;
+		case VM_BUILTIN: *d = builtin(env, i->imm); break;
+		case VM_ARG: *d = env->ctx ? np_ctx_arg(env->ctx, (unsigned)i->imm) : 0; break;
+		case VM_SARG: *d = sarg(env, i->imm); break;
+		case VM_RETVAL: *d = env->ctx ? np_ctx_retval(env->ctx) : 0; break;
+		case VM_READ: {
+			uint64_t v = 0;
+			*d = read_mem(env, &v, a, (uint32_t)i->imm) ? 0 : v;
+			break;
+		}
+		case VM_LDS: __builtin_memcpy(d, scratch + i->imm, 8); break;
+		case VM_STS: __builtin_memcpy(scratch + i->imm, &a, 8); break;
+		case VM_CONST:
+			for (uint32_t k = 0; k < e1; k++)
+				scratch[i->imm + k] = consts[e0 + k];
+			break;
+		case VM_COPY:
+			for (uint32_t k = 0; k < e1; k++)
+				scratch[(uint32_t)i->imm + k] = scratch[e0 + k];
+			break;
+		case VM_ZERO: np_zero(scratch + i->imm, e1); break;
+		case VM_STR:
+			read_str(env, scratch + i->imm, a, e1, i->b == 0xff ? ~0ull : b);
+			break;
+		case VM_BUF: {
+			uint8_t *dst = scratch + i->imm;
+			uint64_t n = b < e1 - 8 ? b : e1 - 8;
+			np_zero(dst, e1);
+			if (read_mem(env, dst + 8, a, (uint32_t)n) == 0)
+				dst[0] = (uint8_t)n;
+			break;
+		}
+		case VM_STREQ: {
+			const uint8_t *p = scratch + i->imm, *q = scratch + e0;
+			uint64_t eq = 1;
+			for (uint32_t k = 0; k < e1; k++) {
+				if (p[k] != q[k]) {
+					eq = 0;
+					break;
+				}
+				if (!p[k])
+					break;
+			}
+			*d = eq;
+			break;
+		}
+		case VM_COMM:
+			np_zero(scratch + i->imm, e1);
+			for (uint32_t k = 0; env->ring && k < 16 && k + 1 < e1 && env->ring->comm[k]; k++)
+				scratch[i->imm + k] = (uint8_t)env->ring->comm[k];
+			break;
+		case VM_USTACK: {
+			uint64_t *f = (uint64_t *)(scratch + i->imm);
+			for (uint32_t k = 0; k <= e0; k++)
+				f[k] = 0;
+			f[0] = walk_stack(env, f + 1, e0);
+			break;
+		}
+		case VM_MGET:
+			map_get(env, &maps[i->imm], (const uint64_t *)(scratch + e0), d,
+				maps[i->imm].agg == VM_VAL_INT ? NULL : scratch + e1);
+			break;
+		case VM_MSET:
+			map_set(env, &maps[i->imm], (const uint64_t *)(scratch + e0), a,
+				maps[i->imm].agg == VM_VAL_INT ? NULL : scratch + e1);
+			break;
+		case VM_MDEL: map_del(env, &maps[i->imm], (const uint64_t *)(scratch + e0)); break;
+		case VM_AGG: agg(env, &maps[i->imm], (const uint64_t *)(scratch + e0), a); break;
+		case VM_MCLEAR: map_each_void(env, &maps[i->imm], 0); break;
+		case VM_MZERO: map_each_void(env, &maps[i->imm], 1); break;
+		case VM_EMIT:
+			emit(env, i->dst, (uint32_t)i->imm, scratch + e0, e1);
+			if (i->dst == VM_REC_EXIT)
+				return 1;
+			break;
+		default: return -1; /* the verifier lets none through */
+		}
+		i = next;
+	}
+}

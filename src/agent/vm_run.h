@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Running and checking script bytecode (vm.h): the agent on every hit, the
+ * command for BEGIN, END and interval probes. */
+#ifndef NP_AGENT_VM_RUN_H
+#define NP_AGENT_VM_RUN_H
+#include <nanoprobe/nanoprobe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/proto.h"
+#include "agent/vm.h"
+
+struct np_vm_env {
+	const struct np_vm_prog *prog; /* checked by np_vm_verify */
+	struct np_ctx *ctx;            /* the hit; NULL in the command */
+	uint8_t *shared;               /* prog->shared_bytes: the maps' tables */
+	uint8_t *thread;               /* prog->thread_bytes: this thread's area */
+	struct np_ring *ring;          /* records go there (tid and comm too) */
+	unsigned char *ring_data;
+	uint32_t ring_bytes;
+	uint32_t probe;                /* the probe's id, for its records */
+	uint64_t pid, uid, gid;
+	uint64_t start_ns;             /* elapsed counts from here */
+	uint64_t main_stack_end;       /* __libc_stack_end: the main stack's top */
+	int fp_reg;                    /* the frame pointer's np_reg_lookup number */
+	uint32_t sarg_skip;            /* words above sp before the first stack argument */
+	uint8_t at_entry;              /* the probe is at a function's first instruction */
+};
+
+/* Run block `block`: 0 at its end, 1 when it called exit(), -1 for an
+ * instruction the verifier would have refused. */
+int np_vm_run(const struct np_vm_env *env, uint32_t block);
+
+/* 0 when the blob of `size` bytes is a program np_vm_run may run, else
+ * -EINVAL with the reason in why. */
+int np_vm_verify(const void *blob, size_t size, char *why, size_t whylen);
+
+/* A record of len bytes at the ring's head (a pad record first if it would
+ * cross the end): NULL and a drop when the reader has not caught up. */
+struct np_rec *np_vm_ring_reserve(struct np_ring *r, unsigned char *data, uint32_t size,
+				  uint32_t len, uint64_t *head);
+#endif
