@@ -202,7 +202,7 @@ static void read_str(const struct np_vm_env *env, uint8_t *dst, uint64_t addr, u
 	if (!env->ctx || size == 0)
 		return;
 	uint32_t max = size;
-	if (limit + 1 < max)
+	if (limit < (uint64_t)max - 1)
 		max = (uint32_t)limit + 1;
 	int saved = *np_errno();
 	uint64_t blocked = faults_unblock();
@@ -360,6 +360,13 @@ static void map_each_void(const struct np_vm_env *env, const struct np_vm_map *m
 		}
 		slot_void(s, keep_key);
 	}
+}
+
+void np_vm_map_void(const struct np_vm_prog *prog, uint8_t *shared, uint32_t map, int keep_key)
+{
+	struct np_vm_env env = {.prog = prog, .shared = shared};
+	if (map < prog->nmaps)
+		map_each_void(&env, &np_vm_maps(prog)[map], keep_key);
 }
 
 /* bpftrace's hist(): slot 0 for negatives, 1 for 0, 2 for 1, then one per

@@ -122,6 +122,9 @@ enum np_vm_rec {
 	VM_REC_PRINT,      /* print(@map, top, div): payload u64 top, u64 div; id: map */
 	VM_REC_VALUE,      /* print(value): id says its type; payload: the value */
 	VM_REC_TIME,       /* time(fmt): id: the format */
+	VM_REC_CLEAR,      /* clear(@map), id: the map; done by the command, in
+			    * order with print(), as bpftrace does */
+	VM_REC_ZERO,       /* zero(@map) */
 };
 
 enum np_vm_map_kind {

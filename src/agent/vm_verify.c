@@ -166,7 +166,7 @@ static int check_insn(const struct np_vm_prog *p, const struct np_vm_insn *in, u
 		return e0 % 8 == 0 && within(e0, m->key_size, s) ? 0
 			: refuse(why, len, "insn %u: key outside scratch", at);
 	case VM_EMIT:
-		if (in->dst < VM_REC_PRINTF || in->dst > VM_REC_TIME || imm < 0 || imm >= (1 << 24) ||
+		if (in->dst < VM_REC_PRINTF || in->dst > VM_REC_ZERO || imm < 0 || imm >= (1 << 24) ||
 		    e1 > p->max_record || !within(e0, e1, s))
 			return refuse(why, len, "insn %u: bad record", at);
 		return 0;

@@ -203,7 +203,7 @@ static int map_keys(struct checker *c, struct node *n, struct map_info *m)
 		if (check_expr(c, n->args[i]))
 			return -1;
 		enum ty t = n->args[i]->type.t;
-		if (t == T_NONE || t == T_BUF)
+		if (t == T_NONE)
 			return fail(c, n->args[i]->loc, "%s cannot be a map key%s",
 				    type_name(&n->args[i]->type), "");
 	}

@@ -479,7 +479,7 @@ static void gen_call_stmt(struct cg *g, struct node *n)
 		o->times[o->ntimes] = n->nargs ? n->args[0]->str : "%H:%M:%S\n";
 		emit_w(g, VM_EMIT, VM_REC_TIME, 0, 0, o->ntimes++, 0, 0);
 	} else if (!strcmp(s, "clear") || !strcmp(s, "zero")) {
-		emit(g, s[0] == 'c' ? VM_MCLEAR : VM_MZERO, 0, 0, 0, n->args[0]->map);
+		emit_w(g, VM_EMIT, s[0] == 'c' ? VM_REC_CLEAR : VM_REC_ZERO, 0, 0, n->args[0]->map, 0, 0);
 	} else if (!strcmp(s, "delete")) {
 		uint32_t key = map_key(g, n->args[0]);
 		emit_w(g, VM_MDEL, 0, 0, 0, n->args[0]->map, key, 0);

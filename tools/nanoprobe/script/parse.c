@@ -18,6 +18,7 @@ struct parser {
 	struct lexer lx;
 	struct token tok; /* the current token */
 	int depth;        /* nesting, bounded */
+	bool predicate;   /* a bare '/' ends the predicate: not a division */
 };
 
 #define MAX_DEPTH 64
@@ -66,10 +67,21 @@ static struct loc span(struct loc a, struct loc b)
 
 static struct node *expr(struct parser *ps);
 static struct node *unary_expr(struct parser *ps);
+static struct node *paren(struct parser *ps, struct token t);
+static struct node *call_list(struct parser *ps, struct node *n);
 
 /* --- expressions ---------------------------------------------------------- */
 
 static struct node *call_args(struct parser *ps, struct node *n)
+{
+	bool pred = ps->predicate;
+	ps->predicate = false;
+	n = call_list(ps, n);
+	ps->predicate = pred;
+	return n;
+}
+
+static struct node *call_list(struct parser *ps, struct node *n)
 {
 	if (advance(ps)) /* ( */
 		return NULL;
@@ -201,19 +213,11 @@ static struct node *primary(struct parser *ps)
 		return n->kind == N_CALL ? call_args(ps, n) : n;
 	case TK_PUNCT:
 		if (tok_is(&t, "(")) {
-			if (advance(ps))
-				return NULL;
-			int bytes;
-			bool sig;
-			if (ps->tok.kind == TK_IDENT && int_type(ps->tok.text, ps->tok.len, &bytes, &sig))
-				return cast(ps, t.loc);
-			if (!(n = expr(ps)))
-				return NULL;
-			if (tok_is(&ps->tok, ",")) {
-				script_error(ps->p, ps->tok.loc, "tuples are not supported");
-				return NULL;
-			}
-			return expect(ps, ")") ? NULL : n;
+			bool pred = ps->predicate;
+			ps->predicate = false;
+			n = paren(ps, t);
+			ps->predicate = pred;
+			return n;
 		}
 		break;
 	default:
@@ -221,6 +225,24 @@ static struct node *primary(struct parser *ps)
 	}
 	syntax(ps, NULL);
 	return NULL;
+}
+
+static struct node *paren(struct parser *ps, struct token t)
+{
+	if (advance(ps))
+		return NULL;
+	int bytes;
+	bool sig;
+	if (ps->tok.kind == TK_IDENT && int_type(ps->tok.text, ps->tok.len, &bytes, &sig))
+		return cast(ps, t.loc);
+	struct node *n = expr(ps);
+	if (!n)
+		return NULL;
+	if (tok_is(&ps->tok, ",")) {
+		script_error(ps->p, ps->tok.loc, "tuples are not supported");
+		return NULL;
+	}
+	return expect(ps, ")") ? NULL : n;
 }
 
 static struct node *postfix(struct parser *ps)
@@ -303,6 +325,8 @@ static struct node *binary(struct parser *ps, int level)
 		bool match = false;
 		for (int k = 0; k < 4 && levels[level][k]; k++)
 			match = match || tok_is(&ps->tok, levels[level][k]);
+		if (ps->predicate && tok_is(&ps->tok, "/"))
+			match = false;
 		if (!match)
 			break;
 		struct token t = ps->tok;
@@ -657,7 +681,10 @@ static struct probe *probe(struct parser *ps)
 			return NULL;
 		if (tok_is(&ps->tok, "/"))
 			return syntax(ps, "a predicate"), NULL;
-		if (!(pr->pred = binary(ps, 0)))
+		ps->predicate = true;
+		pr->pred = binary(ps, 0);
+		ps->predicate = false;
+		if (!pr->pred)
 			return NULL;
 		if (!tok_is(&ps->tok, "/"))
 			return syntax(ps, "end predicate"), NULL;

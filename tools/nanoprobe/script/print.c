@@ -521,5 +521,10 @@ void print_record(struct script_rt *rt, unsigned kind, uint32_t id, uint32_t pro
 		if (id < (uint32_t)c->ntimes)
 			print_time(rt, c->times[id]);
 		break;
+	case VM_REC_CLEAR:
+	case VM_REC_ZERO:
+		if (rt->shared)
+			np_vm_map_void(c->prog, rt->shared, id, kind == VM_REC_ZERO);
+		break;
 	}
 }
