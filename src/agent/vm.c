@@ -499,7 +499,10 @@ int np_vm_run(const struct np_vm_env *env, uint32_t block)
 	const struct np_vm_map *maps = np_vm_maps(prog);
 	const uint8_t *consts = np_vm_consts(prog);
 	uint8_t *scratch = env->thread;
-	uint64_t r[NP_VM_NREGS] = {0};
+	/* not zeroed: that would be a memset call, libc's, vector code; a
+	 * register read before it is written holds garbage, which no
+	 * instruction can turn into an unchecked access */
+	uint64_t r[NP_VM_NREGS];
 	const struct np_vm_insn *i = code + np_vm_blocks(prog)[block];
 	for (;;) {
 		uint64_t x = i->op < VM_NOPS && np_vm_op_wide(i->op) ? ext_of(i) : 0;

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loop docs/performance.md's script costs are measured on: N calls of
+ * work(i), timed with the thread's CPU clock (a busy machine's waiting is
+ * not counted), nanoseconds per call on stdout. Built with frame pointers
+ * (bench/meson.build), five frames deep at work(): ustack(5) walks five.
+ *   script-loop N
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline, noipa, used))
+
+NOINLINE long work(long i)
+{
+	return i * 3 + 1;
+}
+
+static long run(long n)
+{
+	long sum = 0;
+	for (long i = 0; i < n; i++)
+		sum += work(i);
+	return sum;
+}
+
+NOINLINE long level3(long n) { return run(n) + 1; }
+NOINLINE long level2(long n) { return level3(n) + 1; }
+NOINLINE long level1(long n) { return level2(n) + 1; }
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	struct timespec a, b;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	long sum = level1(n);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+	printf("%.2f ns/call (sum %ld)\n", ns / (double)n, sum);
+	return 0;
+}

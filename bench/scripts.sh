@@ -1,0 +1,29 @@
+#!/bin/sh
+# Script costs, nanoprobe run against bpftrace, the same script on the same
+# loop in one run (docs/performance.md, "Scripts"). As root, with bpftrace.
+#   bench/scripts.sh [BUILD]     (default build)
+# ns per call of work(): the best of 5 runs each (3 for bpftrace, fewer calls),
+# in thread CPU time, minus the unprobed loop's.
+B=${1:-build}
+NP=$B/tools/nanoprobe/nanoprobe
+LOOP=$B/bench/script-loop
+best() { sort -n | head -1; }
+ns() { sed -n 's/ ns\/call.*//p'; }
+base=$(for i in 1 2 3 4 5; do $LOOP 1000000 | ns; done | best)
+echo "unprobed: $base ns/call"
+# the engine's own floor in this run: nanoprobe count's handler, one increment
+c=$(for i in 1 2 3 4 5; do $NP count work -- $LOOP 1000000 2>/dev/null | ns; done | best)
+printf '%-22s nanoprobe %8.1f   (nanoprobe count work: no script)\n' count_verb "$(echo "$c - $base" | bc)"
+while read -r name script; do
+	s=$(echo "$script" | sed "s|LOOP|$LOOP|")
+	a=$(for i in 1 2 3 4 5; do $NP run -e "$s" -- $LOOP 1000000 | ns; done | best)
+	b=$(for i in 1 2 3; do bpftrace -e "$s" -c "$LOOP 20000" 2>/dev/null | ns; done | best)
+	printf '%-22s nanoprobe %8.1f   bpftrace %9.1f   ns per hit\n' "$name" \
+		"$(echo "$a - $base" | bc)" "$(echo "$b - $base" | bc)"
+done <<'SCRIPTS'
+predicate_rejects uprobe:LOOP:work /arg0 > 1000000000/ { @c = count(); }
+count_by_arg uprobe:LOOP:work { @[arg0 & 63] = count(); }
+hist uprobe:LOOP:work { @h = hist(arg0); }
+ustack5_key uprobe:LOOP:work { @[ustack(5)] = count(); }
+count_scalar uprobe:LOOP:work { @c = count(); }
+SCRIPTS
