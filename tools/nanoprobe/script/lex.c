@@ -264,6 +264,11 @@ int lex_attach(struct lexer *lx, struct token *t)
 		return -1;
 	const char *s = lx->s, *e = s;
 	bool quoted = false;
+	if (*s && !isalpha((unsigned char)*s)) {
+		t->loc = here(lx, s, 1);
+		script_error(lx->p, t->loc, "syntax error, unexpected %c, expecting a probe", *s);
+		return -1;
+	}
 	while (*e && (quoted || (!isspace((unsigned char)*e) && *e != ',' && *e != '{'))) {
 		if (*e == '"')
 			quoted = !quoted;
