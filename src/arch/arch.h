@@ -176,6 +176,11 @@ struct np_isa {
 	int (*relocate_via)(const struct np_reloc *r, const struct np_reloc_scratch *s);
 	int (*emit_jump_via)(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint64_t scratch);
 	uint64_t call_clobbered; /* registers a call may write (caller-saved) */
+	uint64_t call_always;    /* of those, what every call may write, whatever
+				  * its callee: what linker veneers and stubs
+				  * use (arm64 x16, x17), which no caller keeps
+				  * live across a call nor callee reads */
+	uint64_t ret_regs;       /* the registers a result comes back in */
 	uint64_t entry_dead;     /* dead at a function entry by the calling
 				  * convention: caller-saved, not arguments,
 				  * less the ISA's known exceptions */
@@ -186,6 +191,11 @@ struct np_isa {
 	 * instruction parcel or word changes). NULL: never; the core's
 	 * breakpoint-first protocol suffices (x86-64). */
 	bool (*patch_needs_stop)(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
+	/* The target of a jump or call the ISA writes as two instructions,
+	 * the first at code (riscv auipc+jalr: the assembler's call and tail
+	 * when the linker could not relax them to jal), or 0. NULL on ISAs
+	 * whose direct jumps and calls are one instruction. */
+	uint64_t (*pair_target)(const uint8_t *code, size_t avail, uint64_t pc);
 	uint64_t millicode_link; /* a call linking through one of these is
 				  * millicode, which keeps no convention
 				  * (riscv t0: __riscv_save_N) */

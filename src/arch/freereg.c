@@ -12,29 +12,55 @@
  *     of the successors' live-in. A conditional branch has two
  *     successors, so a register is free before it only when it is free on
  *     both paths (the paper's intersection). Where control goes somewhere
- *     unknown (indirect jump, return, system instruction, bytes that do
- *     not decode, a target inside an instruction, a jump out of the
- *     function) every register is live. A jump out may be a tail call, but
- *     it may as well go to the function's cold part (GCC's .cold
- *     partitions), which continues with the same live registers.
- *   - a call writes every caller-saved register (call_clobbered) and
- *     reads those that are not dead at a callee's entry (arguments, the
- *     link, the static chain, millicode's t0). A call linking through a
- *     non-standard register (riscv t0: millicode) follows no convention,
- *     so before it every register is live.
- *   - at a function entry (NP_FREEREG_ENTRY) the convention says the
- *     entry_dead registers hold the caller's garbage. They keep holding
- *     garbage until the function itself writes them, so a forward pass
- *     tracks the registers the function may have written on some path
- *     (calls do not count: after a call a caller-saved register holds the
- *     callee's garbage, which no one reads either); an entry_dead register
- *     not yet written is free anywhere, even where the backward pass
- *     cannot see its end (a return).
+ *     unknown (indirect jump, system instruction, bytes that do not
+ *     decode, a target inside an instruction, a jump out of the function)
+ *     every register is live. A jump out may be a tail call, but it may as
+ *     well go to the function's cold part (GCC's .cold partitions), which
+ *     continues with the same live registers.
  *
- * Both passes iterate to a fixed point, so loops are exact. The
- * convention is trusted as the kernel's and BPF trampolines trust it:
- * code that keeps a value in a caller-saved register across a call
- * (GCC's -fipa-ra between functions of one file) is outside it.
+ * What a caller and a callee read of each other's registers is where the
+ * calling convention is not enough. GCC's -fipa-ra (on at -O2; x86-64 and
+ * arm64 implement it, riscv64 does not as of GCC 12) lets a caller keep a
+ * value in a caller-saved register across a direct call to a function
+ * whose body it compiled (same file or LTO, not interposable) when that
+ * function does not write the register. The set it trusts is the
+ * callee's clobber set: every register any instruction of the callee
+ * writes, and what its own calls clobber (final.cc,
+ * collect_fn_hard_reg_usage). The registers decoded here as written are a
+ * part of that set, never more, so (struct np_freereg_env):
+ *
+ *   - a return reads every register but those no caller can rely on once
+ *     the function has returned (ret_dead): at least the caller-saved
+ *     ones the function itself writes somewhere, or every caller-saved one
+ *     when the module shows that only the convention reaches it (no
+ *     direct call or jump to it: src/arch/regsum.c). Never the result
+ *     registers (ret_regs).
+ *   - a call writes what its callee's clobber set holds as far as the
+ *     module shows it (call_kills): every caller-saved register for a
+ *     call through a register or through the PLT, which GCC compiles to
+ *     the convention, and for a call to the function itself (GCC has no
+ *     clobber set of the function it is compiling); at least call_always
+ *     (arm64 x16, x17: every call may pass through a veneer) for a direct
+ *     call to a function of the module, which may leave any other
+ *     register as it was. It reads those that are not dead at a callee's
+ *     entry (arguments, the link, the static chain, millicode's t0). A
+ *     call linking through a non-standard register (riscv t0: millicode)
+ *     follows no convention, so before it every register is live, and so
+ *     at a return through one.
+ *   - at a function entry (NP_FREEREG_ENTRY) the convention says the
+ *     entry_dead registers hold the caller's garbage. Of them, those in
+ *     ret_dead keep holding garbage no one reads until the function itself
+ *     writes them, so a forward pass tracks the registers the function
+ *     may have written on some path (calls do not count: after one such a
+ *     register holds the callee's garbage, which no one reads either); one
+ *     not yet written is free anywhere, even where the backward pass
+ *     cannot see its end.
+ *
+ * Both passes iterate to a fixed point, so loops are exact. What stays
+ * trusted is what every compiler keeps: a caller relies on no register
+ * its callee's clobber set holds, a callee reads no register but its
+ * arguments (and the ISA's exceptions above). Hand-written code that
+ * agrees otherwise with its callee is outside it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,7 +69,7 @@
 
 #define ALL UINT64_MAX
 
-enum { SUCC_NONE = -1, SUCC_UNKNOWN = -2, SUCC_OUTSIDE = -3 };
+enum { SUCC_NONE = -1, SUCC_UNKNOWN = -2, SUCC_OUTSIDE = -3, SUCC_RETURN = -4 };
 
 struct np_freereg_insn {
 	uint64_t pc;
@@ -73,27 +99,6 @@ static long index_of(const struct np_freereg *fr, uint64_t pc)
 	return lo < fr->n && fr->insn[lo].pc == pc ? (long)lo : -1;
 }
 
-static void add_uses(const struct np_isa *isa, const uint8_t *p, size_t avail,
-		     struct np_freereg_insn *in)
-{
-	struct np_reg_use u;
-
-	if (isa->reg_use(p, avail, in->pc, &u)) {
-		in->opaque = true;
-		return;
-	}
-	in->read = u.read;
-	in->written = in->own = u.written;
-	if (!(in->flags & NP_INSN_CALL))
-		return;
-	if (u.written & isa->millicode_link) {
-		in->read = ALL; /* millicode: no convention holds */
-		return;
-	}
-	in->read |= isa->call_clobbered & ~isa->entry_dead & ~u.written;
-	in->written |= isa->call_clobbered;
-}
-
 static int decode_all(struct np_freereg *fr, const uint8_t *code)
 {
 	const struct np_isa *isa = fr->isa;
@@ -104,21 +109,85 @@ static int decode_all(struct np_freereg *fr, const uint8_t *code)
 		return -ENOMEM;
 	while (off < fr->len && fr->n < cap) {
 		struct np_freereg_insn *in = &fr->insn[fr->n++];
+		struct np_reg_use u;
 		struct np_insn ni;
 
 		in->pc = fr->base + off;
-		if (isa->decode(code + off, fr->len - off, in->pc, &ni)) {
+		if (isa->decode(code + off, fr->len - off, in->pc, &ni) ||
+		    isa->reg_use(code + off, fr->len - off, in->pc, &u)) {
 			in->opaque = true;
 			in->len = (uint8_t)(isa->insn_align ? isa->insn_align : 1);
 		} else {
 			in->len = ni.len;
 			in->flags = ni.flags;
 			in->target = ni.target;
-			add_uses(isa, code + off, fr->len - off, in);
+			in->read = u.read;
+			in->written = in->own = u.written;
+			if (isa->pair_target && (ni.flags & NP_INSN_PCREL) && off + ni.len < fr->len)
+				in->target = isa->pair_target(code + off, fr->len - off, in->pc);
 		}
 		off += in->len;
 	}
 	return 0;
+}
+
+/* A jump or call the ISA writes as two instructions (riscv auipc+jalr:
+ * the assembler's call and tail) is direct: its target is the first's. */
+static void pair_up(struct np_freereg *fr)
+{
+	for (size_t i = 0; fr->isa->pair_target && i + 1 < fr->n; i++) {
+		struct np_freereg_insn *a = &fr->insn[i], *b = &fr->insn[i + 1];
+
+		if (!a->opaque && (a->flags & NP_INSN_PCREL) && a->target && !b->opaque &&
+		    (b->flags & NP_INSN_INDIRECT)) {
+			b->flags = (b->flags & ~NP_INSN_INDIRECT) | NP_INSN_BRANCH;
+			b->target = a->target;
+		}
+	}
+}
+
+/* The registers a call leaves holding nothing its caller reads: the
+ * callee's clobber set, as far as it is known. */
+static uint64_t call_kills(const struct np_freereg *fr, const struct np_freereg_insn *in)
+{
+	const struct np_isa *isa = fr->isa;
+	bool direct = (in->flags & NP_INSN_BRANCH) && !(in->flags & NP_INSN_INDIRECT);
+
+	if (!direct || in->target == fr->base) /* the convention: GCC compiles to it */
+		return isa->call_clobbered;
+	if (fr->env && fr->env->call_kills)
+		return isa->call_always | fr->env->call_kills(fr->env->cookie, in->target);
+	return isa->call_always;
+}
+
+/* Calls: what the callee's convention adds to the instruction's own
+ * reads and writes. Returns what the function (its calls included) may
+ * write, the part of its clobber set that a caller cannot rely on. A call
+ * to itself adds only the link and call_always there: GCC leaves
+ * recursive calls out of the set (the body they run is this one). */
+static uint64_t add_calls(struct np_freereg *fr)
+{
+	const struct np_isa *isa = fr->isa;
+	uint64_t clobbers = 0;
+
+	for (size_t i = 0; i < fr->n; i++) {
+		struct np_freereg_insn *in = &fr->insn[i];
+		bool millicode = ((in->flags & NP_INSN_CALL) && (in->own & isa->millicode_link)) ||
+				 ((in->flags & NP_INSN_RET) && (in->read & isa->millicode_link));
+
+		if (in->opaque)
+			continue;
+		clobbers |= in->own;
+		if (millicode) {
+			in->read = ALL; /* a link the convention does not know */
+		} else if (in->flags & NP_INSN_CALL) {
+			in->read |= isa->call_clobbered & ~isa->entry_dead & ~in->own;
+			in->written |= call_kills(fr, in);
+			clobbers |= in->target == fr->base && (in->flags & NP_INSN_BRANCH)
+					    ? isa->call_always : in->written;
+		}
+	}
+	return clobbers & isa->call_clobbered;
 }
 
 static long succ_of(const struct np_freereg *fr, uint64_t to)
@@ -139,8 +208,10 @@ static void link_succs(struct np_freereg *fr)
 
 		in->fall = ends ? SUCC_NONE : i + 1 < fr->n ? (long)i + 1 : SUCC_UNKNOWN;
 		in->jump = SUCC_NONE;
-		if (in->opaque || (in->flags & (NP_INSN_SYSTEM | NP_INSN_RET)) ||
-		    ((in->flags & NP_INSN_INDIRECT) && !(in->flags & NP_INSN_CALL)))
+		if (!in->opaque && (in->flags & NP_INSN_RET) && in->read != ALL)
+			in->jump = SUCC_RETURN;
+		else if (in->opaque || (in->flags & (NP_INSN_SYSTEM | NP_INSN_RET)) ||
+			 ((in->flags & NP_INSN_INDIRECT) && !(in->flags & NP_INSN_CALL)))
 			in->jump = SUCC_UNKNOWN;
 		else if ((in->flags & NP_INSN_BRANCH) && !(in->flags & NP_INSN_CALL))
 			in->jump = succ_of(fr, in->target);
@@ -151,6 +222,7 @@ static uint64_t live_at(const struct np_freereg *fr, long s)
 {
 	switch (s) {
 	case SUCC_NONE: return 0;
+	case SUCC_RETURN: return ~fr->ret_dead;
 	case SUCC_OUTSIDE: /* a tail call, or the function's own cold part */
 	case SUCC_UNKNOWN: return ALL;
 	default: return fr->insn[s].live;
@@ -207,19 +279,27 @@ static void forward(struct np_freereg *fr)
 }
 
 int np_freereg_analyse(const struct np_isa *isa, const uint8_t *code, size_t len, uint64_t pc,
-		       unsigned flags, struct np_freereg *fr)
+		       unsigned flags, const struct np_freereg_env *env, struct np_freereg *fr)
 {
 	int err;
+	uint64_t clobbers;
 
-	*fr = (struct np_freereg){.isa = isa, .base = pc, .len = len, .flags = flags};
+	*fr = (struct np_freereg){.isa = isa, .base = pc, .len = len, .flags = flags, .env = env};
 	if (!isa->reg_use)
 		return -EOPNOTSUPP;
 	if ((err = decode_all(fr, code)))
 		return err;
+	pair_up(fr);
+	clobbers = add_calls(fr);
+	/* What the function writes no caller relies on; the module may know
+	 * more (env). Never the result registers. */
+	fr->ret_dead = (clobbers | (isa->call_always & isa->call_clobbered) |
+			(env ? env->ret_dead : 0)) & ~isa->ret_regs;
 	link_succs(fr);
 	backward(fr);
 	if (flags & NP_FREEREG_ENTRY)
 		forward(fr);
+	fr->env = NULL;
 	return 0;
 }
 
@@ -232,7 +312,8 @@ uint64_t np_freereg_at(const struct np_freereg *fr, uint64_t pc)
 		return 0;
 	dead = ~fr->insn[i].live;
 	if (fr->flags & NP_FREEREG_ENTRY)
-		dead |= fr->isa->entry_dead & ~fr->insn[i].wrote & ~fr->insn[i].read;
+		dead |= fr->isa->entry_dead & fr->ret_dead & ~fr->insn[i].wrote &
+			~fr->insn[i].read;
 	return dead & fr->isa->scratch_ok;
 }
 

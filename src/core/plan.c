@@ -16,6 +16,7 @@
  * Regions already patched that the new bytes overlap are merged into the
  * plan, so that one trampoline serves all their sites.
  */
+#include "arch/regsum.h"
 #include "core/internal.h"
 #include "core/plan.h"
 
@@ -117,6 +118,8 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 		v->len = v->len > 16 ? v->len - 16 : 0;
 	if (v->len == 0)
 		return -EFAULT;
+	if (np_host_isa->relocate_via && v->fb.known)
+		v->sums = np_neighbor_regsum(v->base);
 	np_fn_view_analyse(v, &(struct np_mem){view_read, NULL, NULL});
 	/* branches from the neighbours into the bytes a patch may displace */
 	np_neighbor_targets(addr, NP_NEIGHBOR_SPAN, add_target, v);
@@ -132,10 +135,16 @@ void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem)
 	size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
 	int u = np_host_isa->branch_targets(v->code, flen, v->base, mem, add_target, v);
 	v->unresolved = u < 0 ? 1 : u;
-	/* the free registers, for ISAs whose jumps and relocations need one */
-	if (np_host_isa->relocate_via && np_host_isa->reg_use)
+	/* the free registers, for ISAs whose jumps and relocations need one,
+	 * with what the module's other functions do to them when known */
+	if (np_host_isa->relocate_via && np_host_isa->reg_use) {
+		struct np_freereg_env env;
+		if (v->sums)
+			np_regsum_env(v->sums, v->base, v->fb.called, &env);
 		v->have_fr = np_freereg_analyse(np_host_isa, v->code, flen, v->base,
-						v->fb.called ? NP_FREEREG_ENTRY : 0, &v->fr) == 0;
+						v->fb.called ? NP_FREEREG_ENTRY : 0,
+						v->sums ? &env : NULL, &v->fr) == 0;
+	}
 }
 
 static uint64_t free_at(const struct fn_view *v, uint64_t pc)

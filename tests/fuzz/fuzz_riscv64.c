@@ -185,7 +185,7 @@ static void check_function(const uint8_t *data, size_t size)
 	size_t n = 0;
 
 	FUZZ_ASSERT(ISA->branch_targets(data, size, SRC_PC, &mem, count, &n) >= 0);
-	FUZZ_ASSERT(np_freereg_analyse(ISA, data, size, SRC_PC, NP_FREEREG_ENTRY, &fr) == 0);
+	FUZZ_ASSERT(np_freereg_analyse(ISA, data, size, SRC_PC, NP_FREEREG_ENTRY, NULL, &fr) == 0);
 	for (size_t off = 0; off < size; off += 2)
 		FUZZ_ASSERT((np_freereg_at(&fr, SRC_PC + off) & ~ISA->scratch_ok) == 0);
 	np_freereg_release(&fr);

@@ -216,23 +216,21 @@ FUNC rv_suite_misc
 	ret
 ENDFUNC rv_suite_misc
 
-/* Every register the analysis may find free is live from the first add
- * on: t1 and t3..t6 (free at the entry by the convention until written)
- * are written first and each read later, a0 holds the sum, and nothing
- * is written again before the end. Beyond jal's reach (long) no jump
- * fits there and no register is free after an instruction for its
- * out-of-line copy to jump back with: the copy traps back (region.c). */
+/* Every register is live from the second instruction on: the function
+ * writes nothing but a0, so under -fipa-ra a caller may keep a value in
+ * any other caller-saved register across a call to it (t1, t3..t6
+ * included, which the convention alone would call free at an entry), and
+ * a0 is read by each addi until the result is made. Beyond jal's reach
+ * (long) no jump fits there and no register is free after an instruction
+ * for its out-of-line copy to jump back with: the copy traps back
+ * (region.c). */
 FUNC rv_suite_busy
 	.option norvc
-	li	t1, 1
-	li	t3, 2
-	li	t4, 3
-	li	t5, 4
-	li	t6, 5
-	add	a0, t1, t3
-	add	a0, a0, t4
-	add	a0, a0, t5
-	add	a0, a0, t6
+	li	a0, 1
+	addi	a0, a0, 2
+	addi	a0, a0, 3
+	addi	a0, a0, 4
+	addi	a0, a0, 5
 	addi	a0, a0, -15
 	bnez	a0, 9f
 	li	a0, MAGIC

@@ -69,10 +69,11 @@ struct an_site {
 
 /* Decode and analyse the function; jump tables are read through mem (the
  * file's bytes at their vaddrs). 'called': start is entered only by calls,
- * so the calling convention holds there. 0 or -ENOMEM. */
+ * so the calling convention holds there. env: what the rest of the module
+ * does to its registers (src/arch/regsum.h), or NULL. 0 or -ENOMEM. */
 int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_layout *layout,
 		 const uint8_t *code, uint64_t start, uint64_t end, uint64_t limit,
-		 const struct np_mem *mem, bool called);
+		 const struct np_mem *mem, bool called, const struct np_freereg_env *env);
 void an_func_free(struct an_func *f);
 /* Plan the site at pc, an instruction boundary of f; sets s->len (0 when
  * the bytes do not decode). */

@@ -53,7 +53,7 @@ static void add_target(void *cookie, uint64_t target)
 
 int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_layout *layout,
 		 const uint8_t *code, uint64_t start, uint64_t end, uint64_t limit,
-		 const struct np_mem *mem, bool called)
+		 const struct np_mem *mem, bool called, const struct np_freereg_env *env)
 {
 	int u;
 
@@ -63,9 +63,10 @@ int an_func_init(struct an_func *f, const struct np_isa *isa, const struct an_la
 	f->unresolved += u < 0 ? 1 : u;
 	if (isa->reg_use) {
 		int err = np_freereg_analyse(isa, code, end - start, start,
-					     called ? NP_FREEREG_ENTRY : 0, &f->fr);
+					     called ? NP_FREEREG_ENTRY : 0, env, &f->fr);
 
-		if (!err && (err = np_freereg_analyse(isa, code, end - start, start, 0, &f->plain)))
+		if (!err &&
+		    (err = np_freereg_analyse(isa, code, end - start, start, 0, env, &f->plain)))
 			np_freereg_release(&f->fr);
 		if (err == -ENOMEM)
 			return err;

@@ -49,6 +49,12 @@ const struct np_isa np_isa_arm64 = {
 	/* AAPCS64: x0..x17 and the link register are the caller's to lose.
 	 * Not x18, the platform register (a shadow call stack keeps it). */
 	.call_clobbered = 0x3ffffull | X(30),
+	/* IP0, IP1: a veneer or PLT stub may run between any bl and its
+	 * callee, so GCC marks every call as clobbering them (-fipa-ra
+	 * included) and no callee may read them at its entry. */
+	.call_always = X(16) | X(17),
+	.ret_regs = X(0) | X(1), /* a result of up to 16 bytes; larger ones go
+				  * through memory at x8 */
 	/* x9..x15 (temporaries) and x16, x17 (IP0, IP1: a veneer or a PLT
 	 * stub may have clobbered them on the way in). Not x0..x7
 	 * (arguments), x8 (the indirect result's address), x18. */

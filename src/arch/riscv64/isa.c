@@ -45,6 +45,12 @@ const struct np_isa np_isa_riscv64 = {
 	.emit_jump_via = rv_emit_jump_via,
 	.patch_needs_stop = rv_patch_needs_stop,
 	.call_clobbered = X(1) | RV_TEMPS | RV_ARGS,
+	/* Nothing beyond the link: `call` and its relaxed jal write ra only
+	 * (the stubs of the PLT write t1 and t3, but a call through the PLT
+	 * keeps the convention). */
+	.call_always = 0,
+	.ret_regs = X(10) | X(11), /* a0, a1 */
+	.pair_target = rv_pair_target,
 	/* t1, t3..t6. Not t0: millicode (__riscv_save_N) links through it;
 	 * not t2: GCC's static chain for nested functions. */
 	.entry_dead = RV_TEMPS & ~(X(5) | X(7)),

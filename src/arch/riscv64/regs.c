@@ -86,3 +86,18 @@ int rv_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use
 	rv_uses(in.x, out);
 	return 0;
 }
+
+/* `auipc rX, hi; jalr rd, lo(rX)`: the assembler's call (rd ra) and tail
+ * (rd zero, rX t1) that the linker left unrelaxed, a direct transfer to
+ * the pc-relative address the two compute. The jalr's own rd (the link)
+ * may be rX itself. */
+uint64_t rv_pair_target(const uint8_t *code, size_t avail, uint64_t pc)
+{
+	struct rv_insn a, b;
+
+	if (rv_fetch(code, avail, &a) || a.len != 4 || rv_opcode(a.x) != RV_OP_AUIPC ||
+	    rv_rd(a.x) == RV_ZERO || rv_fetch(code + 4, avail - 4, &b) ||
+	    rv_opcode(b.x) != RV_OP_JALR || rv_rs1(b.x) != rv_rd(a.x))
+		return 0;
+	return pc + (uint64_t)rv_imm_u(a.x) + (uint64_t)rv_imm_i(b.x);
+}

@@ -41,6 +41,8 @@ const struct np_isa np_isa_x86_64 = {
 	.reg_use = x86_reg_use,
 	/* rax rcx rdx rsi rdi r8-r11 */
 	.call_clobbered = R(0) | R(1) | R(2) | R(6) | R(7) | R(8) | R(9) | R(10) | R(11),
+	.call_always = 0,
+	.ret_regs = R(0) | R(2), /* rax, rdx */
 	/* caller-saved, not arguments: rax, r10, r11, less rax (%al counts the
 	 * vector arguments of a variadic call) and r10 (the static chain) */
 	.entry_dead = R(11),

@@ -62,27 +62,68 @@ TEST(address_registers_are_read_and_push_touches_rsp)
 	CHECK(use_of(push, sizeof(push)).read & R(RSP));
 }
 
-TEST(at_an_x86_entry_r11_is_free_but_not_rax_nor_r10)
+/* Only the convention reaches the function, and calls keep it. */
+static uint64_t abi_kills(const void *cookie, uint64_t target)
 {
-	/* mov %rdi,%rax ; ret */
-	const uint8_t fn[] = {0x48, 0x89, 0xf8, 0xc3};
-	struct np_freereg fr;
+	(void)cookie;
+	(void)target;
+	return ISA->call_clobbered;
+}
+static const struct np_freereg_env abi_only = {
+	R(RAX) | R(RCX) | R(RDX) | R(RSI) | R(RDI) | R(R8) | R(R9) | R(R10) | R(R11), abi_kills,
+	NULL};
 
-	CHECK_EQ(np_freereg_analyse(ISA, fn, sizeof(fn), PC, NP_FREEREG_ENTRY, &fr), 0);
-	CHECK_EQ(np_freereg_at(&fr, PC), R(RAX) | R(R11)); /* rax: written before read */
-	CHECK_EQ(np_freereg_at(&fr, PC + 3), R(R11));
+static uint64_t free_at(const uint8_t *fn, size_t len, unsigned flags,
+			const struct np_freereg_env *env, uint64_t off)
+{
+	struct np_freereg fr;
+	uint64_t r;
+
+	CHECK_EQ(np_freereg_analyse(ISA, fn, len, PC, flags, env, &fr), 0);
+	r = np_freereg_at(&fr, PC + off);
 	np_freereg_release(&fr);
+	return r;
 }
 
-TEST(before_an_x86_call_the_caller_saved_registers_but_the_arguments_are_free)
+TEST(at_an_x86_entry_r11_is_free_but_not_rax_nor_r10)
+{
+	/* mov %rdi,%rax ; jmp .+0x1000 (a tail call: all live after it) */
+	const uint8_t fn[] = {0x48, 0x89, 0xf8, 0xe9, 0xfb, 0x0f, 0x00, 0x00};
+
+	CHECK_EQ(free_at(fn, sizeof(fn), NP_FREEREG_ENTRY, &abi_only, 0), R(RAX) | R(R11));
+	CHECK_EQ(free_at(fn, sizeof(fn), NP_FREEREG_ENTRY, &abi_only, 3), R(R11));
+}
+
+TEST(with_callers_in_the_module_r11_is_free_at_an_entry_only_if_written)
+{
+	/* mov %rdi,%rax ; ret: a local caller may keep r11 across the call */
+	const uint8_t fn[] = {0x48, 0x89, 0xf8, 0xc3};
+	/* xor %r11d,%r11d ; mov %rdi,%rax ; ret */
+	const uint8_t writes[] = {0x45, 0x31, 0xdb, 0x48, 0x89, 0xf8, 0xc3};
+
+	CHECK_EQ(free_at(fn, sizeof(fn), NP_FREEREG_ENTRY, NULL, 0), R(RAX));
+	CHECK_EQ(free_at(fn, sizeof(fn), NP_FREEREG_ENTRY, NULL, 3), 0);
+	CHECK(free_at(writes, sizeof(writes), NP_FREEREG_ENTRY, NULL, 6) & R(R11));
+	CHECK(!(free_at(writes, sizeof(writes), 0, NULL, 6) & (R(RAX) | R(RDX)))); /* results */
+}
+
+TEST(before_an_x86_call_through_the_plt_the_caller_saved_registers_but_the_arguments_are_free)
 {
 	/* call .+0x1000 ; ret */
 	const uint8_t fn[] = {0xe8, 0x00, 0x10, 0x00, 0x00, 0xc3};
-	struct np_freereg fr;
 
-	CHECK_EQ(np_freereg_analyse(ISA, fn, sizeof(fn), PC, 0, &fr), 0);
-	CHECK_EQ(np_freereg_at(&fr, PC), R(R11));
-	np_freereg_release(&fr);
+	CHECK_EQ(free_at(fn, sizeof(fn), 0, &abi_only, 0), R(R11));
+}
+
+TEST(before_a_direct_x86_call_to_a_local_function_nothing_is_free)
+{
+	/* call .+0x1000 ; ret: the callee may leave rcx, r8.. as they were */
+	const uint8_t fn[] = {0xe8, 0x00, 0x10, 0x00, 0x00, 0xc3};
+	/* call *%rax ; ret: through a register, the convention */
+	const uint8_t ind[] = {0xff, 0xd0, 0xc3};
+
+	CHECK_EQ(free_at(fn, sizeof(fn), 0, NULL, 0), 0);
+	CHECK_EQ(free_at(ind, sizeof(ind), 0, NULL, 0), R(R11));
 }
 
 TEST_MAIN()
