@@ -203,6 +203,14 @@ static bool fde_pc_range(const uint8_t *fde, uint64_t *range)
 	return true;
 }
 
+uint64_t np_fde_table_end(const struct np_fde_table *t, uint32_t i)
+{
+	const uint8_t *fde = (const uint8_t *)(uintptr_t)(t->base +
+							  (uint64_t)(int64_t)t->e[2 * i + 1]);
+	uint64_t range;
+	return fde_pc_range(fde, &range) ? np_fde_table_start(t, i) + range : 0;
+}
+
 bool np_fde_around(uint64_t addr, struct np_fde_range *out)
 {
 	struct np_fde_table t;

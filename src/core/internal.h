@@ -325,6 +325,14 @@ uint32_t np_module_features(uint64_t addr);
 #define NP_NEIGHBOR_SPAN 32
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie);
+/* What the functions of the module mapped at addr do to each other's
+ * registers (src/arch/regsum.h), for ISAs whose plans need free
+ * registers; NULL when unknown (the analysis then assumes the least). */
+struct np_regsum;
+const struct np_regsum *np_neighbor_regsum(uint64_t addr);
+/* The PLT sections of the module mapped at addr, at run-time addresses:
+ * how many were written to lo[], hi[] (at most max). */
+int np_symbol_stubs(uint64_t addr, uint64_t *lo, uint64_t *hi, int max);
 /* The .eh_frame_hdr search table of the module mapped at addr (fde.c):
  * false when it has none that can be read. */
 struct np_fde_table {
@@ -335,6 +343,8 @@ struct np_fde_table {
 };
 bool np_fde_table(uint64_t addr, struct np_fde_table *t);
 uint64_t np_fde_table_start(const struct np_fde_table *t, uint32_t i);
+/* Where the code of entry i's FDE ends (its pc_range), 0 when unreadable. */
+uint64_t np_fde_table_end(const struct np_fde_table *t, uint32_t i);
 /* The FDE whose range holds addr: [start, end), and where the next FDE
  * starts (0: none). Says nothing of how its code is entered. */
 struct np_fde_range {

@@ -12,10 +12,20 @@
  * named or not, stripped or not), and their direct branches that land
  * just after the site count as targets of the probed function. A table
  * fde.c cannot read means no neighbour scan.
+ *
+ * On ISAs whose plans need free registers (np_isa.relocate_via) the same
+ * scan feeds the module's register summaries (src/arch/regsum.h): which
+ * functions some code of the module calls or jumps to directly, and what
+ * each may write, over its exact FDE range. Where any function's range
+ * or code cannot be read there is no summary, and the free-register
+ * analysis assumes the least.
  */
+#include "arch/regsum.h"
 #include "core/internal.h"
 #include "core/plan.h" /* np_read_original */
 
+#include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +43,7 @@ struct cache {
 	size_t ntargets, cap_t;
 	uint64_t *modules; /* .eh_frame_hdr of the modules scanned */
 	size_t nmodules, cap_m;
+	struct np_regsum **sums; /* each module's, or NULL: cap_m of them */
 	unsigned long long subs;
 };
 static struct cache cache;
@@ -102,6 +113,8 @@ static void cache_reset_if_stale(unsigned long long subs)
 {
 	if (subs == cache.subs)
 		return;
+	for (size_t i = 0; i < cache.nmodules && cache.sums; i++)
+		np_regsum_free(cache.sums[i]);
 	cache.ntargets = cache.nmodules = 0;
 	cache.subs = subs;
 }
@@ -140,20 +153,103 @@ static void scan(uint64_t start, uint64_t end)
 	free(code);
 }
 
-/* Modules whose every function has been decoded (by .eh_frame_hdr address). */
-static bool module_scanned(uint64_t hdr)
+/* Modules whose every function has been decoded (by .eh_frame_hdr
+ * address): the index into cache.modules, or -1. */
+static long module_scanned(uint64_t hdr)
 {
 	for (size_t i = 0; i < cache.nmodules; i++)
 		if (cache.modules[i] == hdr)
-			return true;
-	return false;
+			return (long)i;
+	return -1;
+}
+
+#define MAX_SUMMARISED (16u << 20) /* code longer in one piece: no summary */
+
+/* The executable segment of the module whose .eh_frame_hdr is at hdr. */
+struct exec_seg {
+	uint64_t hdr, lo, hi;
+};
+
+static int find_exec(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct exec_seg *e = cookie;
+	uint64_t lo = 0, hi = 0;
+	bool mine = false;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t at = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_GNU_EH_FRAME && at == e->hdr)
+			mine = true;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && !hi) {
+			lo = at;
+			hi = at + ph->p_memsz;
+		}
+	}
+	if (mine) {
+		e->lo = lo;
+		e->hi = hi;
+	}
+	return mine;
+}
+
+/* Bytes [lo, hi) to rs, a function or code no FDE bounds. */
+static int add_bytes(struct np_regsum *rs, uint64_t lo, uint64_t hi, bool anon)
+{
+	if (hi <= lo)
+		return 0;
+	uint8_t *code = hi - lo <= MAX_SUMMARISED ? malloc(hi - lo) : NULL;
+	int err = code ? np_read_original(lo, code, hi - lo) : -E2BIG;
+	if (!err)
+		err = anon ? np_regsum_add_code(rs, code, hi - lo, lo)
+			   : np_regsum_add(rs, code, hi - lo, lo);
+	free(code);
+	return err;
+}
+
+/* Every FDE's exact range, the code between them in the executable
+ * segment, the PLT sections. -errno where something cannot be read. */
+static int summarise_into(struct np_regsum *rs, const struct np_fde_table *t)
+{
+	struct exec_seg seg = {t->base, 0, 0};
+	uint64_t lo[4], hi[4], at;
+	int err = 0, nstubs = np_symbol_stubs(t->base, lo, hi, 4);
+	for (int i = 0; i < nstubs && !err; i++)
+		err = np_regsum_add_stubs(rs, lo[i], hi[i]);
+	dl_iterate_phdr(find_exec, &seg);
+	if (!seg.hi)
+		return -ENOENT;
+	at = seg.lo;
+	for (uint32_t i = 0; i < t->n && !err; i++) { /* sorted by start */
+		uint64_t start = np_fde_table_start(t, i), end = np_fde_table_end(t, i);
+		if (end < start)
+			return -EINVAL;
+		if (start > at && start <= seg.hi)
+			err = add_bytes(rs, at, start, true);
+		if (!err)
+			err = add_bytes(rs, start, end, false);
+		at = end > at ? end : at;
+	}
+	return err ? err : at < seg.hi ? add_bytes(rs, at, seg.hi, true) : 0;
+}
+
+/* The module's register summaries (regsum.h); NULL where its code cannot
+ * be read whole, or memory runs out. */
+static struct np_regsum *summarise(const struct np_fde_table *t)
+{
+	struct np_regsum *rs = np_regsum_new(np_host_isa);
+	if (rs && (summarise_into(rs, t) || np_regsum_finish(rs))) {
+		np_regsum_free(rs);
+		rs = NULL;
+	}
+	return rs;
 }
 
 /* Decode every function of the module once: a branch may come from
  * anywhere in it (a hot function and its .cold part are far apart). */
 static void scan_module(const struct np_fde_table *t)
 {
-	size_t targets_before = cache.ntargets;
+	size_t targets_before = cache.ntargets, cap = cache.cap_m;
 	for (uint32_t i = 0; i < t->n; i++) {
 		uint64_t start = np_fde_table_start(t, i);
 		uint64_t end = i + 1 < t->n ? np_fde_table_start(t, i + 1) : start + 64;
@@ -162,18 +258,51 @@ static void scan_module(const struct np_fde_table *t)
 	}
 	sort_tail(cache.targets, cache.ntargets, targets_before);
 	cache.ntargets = dedupe(cache.targets, cache.ntargets);
-	push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base);
+	struct np_regsum *rs = np_host_isa->relocate_via ? summarise(t) : NULL;
+	if (!push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base)) {
+		np_regsum_free(rs);
+		return;
+	}
+	if (cache.cap_m != cap || !cache.sums) {
+		struct np_regsum **v = realloc(cache.sums, cache.cap_m * sizeof(*v));
+		if (!v) { /* forget the module: it is scanned again next time */
+			cache.nmodules--;
+			np_regsum_free(rs);
+			return;
+		}
+		cache.sums = v;
+	}
+	cache.sums[cache.nmodules - 1] = rs;
+}
+
+/* The module's cache slot around addr, scanning it the first time; -1
+ * when it has no table fde.c can read. */
+static long module_of(uint64_t addr, struct np_fde_table *t)
+{
+	if (!np_fde_table(addr, t) || t->n == 0)
+		return -1;
+	cache_reset_if_stale(t->subs);
+	long m = module_scanned(t->base);
+	if (m < 0) {
+		scan_module(t);
+		m = module_scanned(t->base);
+	}
+	return m;
+}
+
+const struct np_regsum *np_neighbor_regsum(uint64_t addr)
+{
+	struct np_fde_table t;
+	long m = module_of(addr, &t);
+	return m < 0 ? NULL : cache.sums[m];
 }
 
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie)
 {
 	struct np_fde_table t;
-	if (!np_fde_table(addr, &t) || t.n == 0)
+	if (module_of(addr, &t) < 0)
 		return;
-	cache_reset_if_stale(t.subs);
-	if (!module_scanned(t.base))
-		scan_module(&t);
 	for (size_t k = lower_bound(cache.targets, cache.ntargets, addr + 1);
 	     k < cache.ntargets && cache.targets[k] < addr + span; k++)
 		add(cookie, cache.targets[k]);

@@ -15,6 +15,9 @@ struct fn_view {
 	int unresolved;
 	struct np_freereg fr; /* registers free where: ISAs that need them */
 	bool have_fr;
+	/* the module's register summaries (src/arch/regsum.h), live views
+	 * only; NULL: the analysis assumes the least of the module */
+	const struct np_regsum *sums;
 };
 
 struct plan {

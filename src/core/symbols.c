@@ -67,6 +67,8 @@ struct module {
 	size_t nbound, cap_bound;
 	char **ifuncs; /* the ifuncs it defines, by name */
 	size_t nifuncs, cap_ifuncs;
+	uint64_t stub_lo[4], stub_hi[4]; /* PLT sections (vaddrs) */
+	int nstubs;
 	struct module *next;
 };
 
@@ -206,6 +208,24 @@ static void add_slots(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m)
 	}
 }
 
+/* The PLT sections, whose stubs jump on through slots the loader fills:
+ * a call there keeps the calling convention (src/arch/regsum.h). */
+static void add_stub_section(Elf *elf, const GElf_Shdr *sh, struct module *m)
+{
+	static const char *const names[] = {".plt", ".plt.sec", ".plt.got", ".iplt", NULL};
+	size_t shstrndx;
+	const char *name;
+	if (m->nstubs == 4 || !(sh->sh_flags & SHF_EXECINSTR) ||
+	    elf_getshdrstrndx(elf, &shstrndx) || !(name = elf_strptr(elf, shstrndx, sh->sh_name)))
+		return;
+	for (const char *const *n = names; *n; n++)
+		if (!strcmp(name, *n)) {
+			m->stub_lo[m->nstubs] = sh->sh_addr;
+			m->stub_hi[m->nstubs++] = sh->sh_addr + sh->sh_size;
+			return;
+		}
+}
+
 /* The load bias: where the first PT_LOAD landed minus its vaddr. */
 static uint64_t first_load_vaddr(Elf *elf)
 {
@@ -300,6 +320,8 @@ static struct module *load_module(const struct np_map *map)
 				}
 				if (pass == 0 && sh.sh_type == SHT_RELA)
 					add_slots(elf, scn, &sh, m);
+				if (pass == 0)
+					add_stub_section(elf, &sh, m);
 			}
 		}
 		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
@@ -497,4 +519,18 @@ uint32_t np_module_features(uint64_t addr)
 		return 0;
 	struct module *m = module_for(&map);
 	return m ? m->features : 0;
+}
+
+int np_symbol_stubs(uint64_t addr, uint64_t *lo, uint64_t *hi, int max)
+{
+	struct np_map map;
+	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
+		return 0;
+	struct module *m = module_for(&map);
+	int n = 0;
+	for (int i = 0; m && i < m->nstubs && n < max; i++, n++) {
+		lo[n] = m->stub_lo[i] + m->bias;
+		hi[n] = m->stub_hi[i] + m->bias;
+	}
+	return n;
 }
