@@ -18,6 +18,7 @@
  * ISA a file must be; by default each file's e_machine picks it.
  */
 #include "analyze.h"
+#include "arch/regsum.h"
 #include "quote.h"
 #include "symtab.h"
 
@@ -60,6 +61,7 @@ struct an_stats {
 	size_t functions, sites, entries;
 	size_t kind[AN_NKINDS], jump_short, one_free, one_free_plain, both_free, entries_free;
 	size_t trap_back; /* of TRAP out of line: the copy traps back */
+	struct np_regsum_stats sum; /* the module's functions (src/arch/regsum.h) */
 	struct {
 		char text[96];
 		size_t n;
@@ -317,6 +319,11 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 	       pct(st->kind[AN_REJECT], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "function entries trap-free", st->entries_free,
 	       pct(st->entries_free, st->entries));
+	if (regs && st->sum.functions) {
+		printf("  %-40s %9zu %7.1f%%\n", "functions the module calls directly",
+		       st->sum.entered, pct(st->sum.entered, st->sum.functions));
+		printf("  %-40s %9zu\n", "direct transfers to unknown code", st->sum.unknown_targets);
+	}
 	qsort(st->reasons, st->nreasons, sizeof(st->reasons[0]), by_count);
 	printf("  why not JUMP (sites, reason):\n");
 	for (size_t i = 0; i < st->nreasons && i < 12; i++)
@@ -345,7 +352,10 @@ static void print_summary_json(const char *path, const struct np_isa *isa,
 	       st->trap_back);
 	if (regs)
 		printf(",\"one_free_register\":%zu,\"one_free_register_liveness\":%zu,"
-		       "\"free_both_ways\":%zu", st->one_free, st->one_free_plain, st->both_free);
+		       "\"free_both_ways\":%zu,\"functions_called_directly\":%zu,"
+		       "\"unknown_direct_targets\":%zu",
+		       st->one_free, st->one_free_plain, st->both_free, st->sum.entered,
+		       st->sum.unknown_targets);
 	fputs("},\"shares\":{", stdout);
 	if (regs) {
 		print_share("one_free_register", st->one_free, st->sites, false);
@@ -377,19 +387,37 @@ static uint64_t section_end(const struct an_layout *l, uint64_t addr, uint64_t l
 	return limit;
 }
 
-static int analyze_function(const struct np_symtab *st, const struct np_isa *isa,
-			    const struct an_layout *l, const struct np_sym *fn, bool json,
-			    struct an_stats *stats)
+/* The bytes of fn analysed: [fn->addr, *end) its body, up to *limit its
+ * padding, within its executable section and AN_MAX_FN. */
+static void fn_bounds(const struct np_symtab *st, const struct an_layout *l,
+		      const struct np_sym *fn, uint64_t *end, uint64_t *limit)
 {
-	uint64_t limit = section_end(l, fn->addr, np_symtab_limit(st, fn));
-	uint64_t end = fn->size ? fn->addr + fn->size : limit;
+	*limit = section_end(l, fn->addr, np_symtab_limit(st, fn));
+	*end = fn->size ? fn->addr + fn->size : *limit;
+	*end = *end < *limit ? *end : *limit;
+	*limit = *limit - fn->addr > AN_MAX_FN ? fn->addr + AN_MAX_FN : *limit;
+	*end = *end < *limit ? *end : *limit;
+}
+
+/* Only a named function is known to be entered by calls: code that only
+ * .eh_frame knows may be a .cold part, which a jump enters with the
+ * caller's registers live. */
+static bool fn_called(const struct np_sym *fn)
+{
+	return fn->source != NP_SYM_EHFRAME && !strstr(fn->name, ".cold");
+}
+
+static int analyze_function(const struct np_symtab *st, const struct np_isa *isa,
+			    const struct an_layout *l, const struct np_regsum *rs,
+			    const struct np_sym *fn, bool json, struct an_stats *stats)
+{
+	uint64_t limit, end;
 	struct an_func f;
+	struct np_freereg_env env;
 	uint8_t *code;
 	int err;
 
-	end = end < limit ? end : limit;
-	limit = limit - fn->addr > AN_MAX_FN ? fn->addr + AN_MAX_FN : limit;
-	end = end < limit ? end : limit;
+	fn_bounds(st, l, fn, &end, &limit);
 	if (end <= fn->addr || !(code = malloc(limit - fn->addr)))
 		return end <= fn->addr ? 0 : -ENOMEM;
 	if (np_symtab_read(st, fn->addr, code, limit - fn->addr))
@@ -400,12 +428,10 @@ static int analyze_function(const struct np_symtab *st, const struct np_isa *isa
 	}
 	struct np_mem mem = {file_read, NULL, (void *)st};
 
-	/* Only a named function is known to be entered by calls: code that
-	 * only .eh_frame knows may be a .cold part, which a jump enters with
-	 * the caller's registers live. */
-	bool called = fn->source != NP_SYM_EHFRAME && !strstr(fn->name, ".cold");
-
-	if ((err = an_func_init(&f, isa, l, code, fn->addr, end, limit, &mem, called))) {
+	if (rs)
+		np_regsum_env(rs, fn->addr, fn_called(fn), &env);
+	if ((err = an_func_init(&f, isa, l, code, fn->addr, end, limit, &mem, fn_called(fn),
+				rs ? &env : NULL))) {
 		free(code);
 		return err;
 	}
@@ -423,11 +449,121 @@ static int analyze_function(const struct np_symtab *st, const struct np_isa *isa
 	return 0;
 }
 
+/* The PLT sections of the file: calls there keep the convention. */
+static void add_stub_sections(const char *path, struct np_regsum *rs)
+{
+	static const char *const names[] = {".plt", ".plt.sec", ".plt.got", ".iplt", NULL};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	while (e && elf_getshdrstrndx(e, &shstrndx) == 0 && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		for (const char *const *n = names; *n; n++)
+			if (!strcmp(name, *n))
+				np_regsum_add_stubs(rs, sh.sh_addr, sh.sh_addr + sh.sh_size);
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+}
+
+struct span {
+	uint64_t lo, hi;
+};
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Bytes [lo, hi) of the file to rs: a function, or code none bounds. */
+static int add_bytes(const struct np_symtab *st, struct np_regsum *rs, uint64_t lo, uint64_t hi,
+		     bool anon)
+{
+	uint8_t *code = hi > lo ? malloc(hi - lo) : NULL;
+	int err = 0;
+
+	if (hi > lo && !code)
+		return -ENOMEM;
+	if (code && np_symtab_read(st, lo, code, hi - lo) == 0)
+		err = anon ? np_regsum_add_code(rs, code, hi - lo, lo)
+			   : np_regsum_add(rs, code, hi - lo, lo);
+	free(code);
+	return err;
+}
+
+/* The executable sections' code outside every function (fn, sorted): the
+ * gaps between them, code without symbol or FDE included. */
+static int add_gaps(const struct np_symtab *st, const struct an_layout *l, struct np_regsum *rs,
+		    struct span *fn, size_t n)
+{
+	int err = 0;
+
+	qsort(fn, n, sizeof(*fn), by_lo);
+	for (unsigned k = 0; k < l->nexec && !err; k++) {
+		uint64_t at = l->exec_lo[k];
+		for (size_t i = 0; i < n && !err && at < l->exec_hi[k]; i++) {
+			if (fn[i].hi <= at || fn[i].lo >= l->exec_hi[k])
+				continue;
+			if (fn[i].lo > at)
+				err = add_bytes(st, rs, at, fn[i].lo, true);
+			at = fn[i].hi > at ? fn[i].hi : at;
+		}
+		if (!err && at < l->exec_hi[k])
+			err = add_bytes(st, rs, at, l->exec_hi[k], true);
+	}
+	return err;
+}
+
+/* Every function of the file once, for what each may write and which
+ * are reached directly (src/arch/regsum.h), and the code between them;
+ * NULL when the ISA has no register table or memory runs out. */
+static struct np_regsum *summarise(const struct np_symtab *st, const struct np_isa *isa,
+				   const struct an_layout *l)
+{
+	struct np_regsum *rs = np_regsum_new(isa);
+	struct span *fn = calloc(st->n + 1, sizeof(*fn));
+	size_t n = 0;
+	int err = rs && fn ? 0 : -ENOMEM;
+
+	if (!err)
+		add_stub_sections(st->path, rs);
+	for (size_t i = 0; i < st->n && !err; i++) {
+		const struct np_sym *f = &st->syms[i];
+		uint64_t end, limit;
+
+		if (i && f->addr == st->syms[i - 1].addr)
+			continue;
+		fn_bounds(st, l, f, &end, &limit);
+		if (end <= f->addr)
+			continue;
+		fn[n++] = (struct span){f->addr, end};
+		err = add_bytes(st, rs, f->addr, end, false);
+	}
+	if (!err)
+		err = add_gaps(st, l, rs, fn, n);
+	free(fn);
+	if (err || np_regsum_finish(rs)) {
+		np_regsum_free(rs);
+		return NULL;
+	}
+	return rs;
+}
+
 static int analyze_file(const char *path, const struct an_opts *o)
 {
 	struct np_symtab st;
 	struct an_layout l;
 	struct an_stats *stats;
+	struct np_regsum *rs;
 	const struct np_isa *isa;
 	char err[256] = "";
 	int rc = 0;
@@ -444,9 +580,13 @@ static int analyze_file(const char *path, const struct an_opts *o)
 	}
 	if (!o->json)
 		printf("%s (%s)\n", st.path, isa->name);
+	rs = summarise(&st, isa, &l);
+	if (rs)
+		np_regsum_stats(rs, &stats->sum);
 	for (size_t i = 0; i < st.n && !rc; i++)
 		if (i == 0 || st.syms[i].addr != st.syms[i - 1].addr)
-			rc = analyze_function(&st, isa, &l, &st.syms[i], o->json, stats);
+			rc = analyze_function(&st, isa, &l, rs, &st.syms[i], o->json, stats);
+	np_regsum_free(rs);
 	if (o->json)
 		print_summary_json(st.path, isa, stats);
 	else
