@@ -28,7 +28,7 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 # cases only); see docs/arm64.md
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
                 e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many \
-                e2e-agent-heap e2e-farjump core-detach-nomem
+                e2e-agent-heap e2e-farjump core-detach-nomem e2e-ipara
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
 # builds of the packages, unpacked under $(BUILD_ARM64)/debroot, never
 # installed; the programs run from them.
