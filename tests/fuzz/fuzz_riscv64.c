@@ -11,8 +11,10 @@
  *     back, and return addresses of calls moved far;
  *   - simulate() of a SIMULATED instruction lands on its target or the
  *     next instruction, and never writes x0;
- *   - branch_targets, reg_use and np_freereg over the whole input, whose
- *     free registers stay within scratch_ok.
+ *   - branch_targets, reg_use and np_freereg over the whole input, and
+ *     over its first half with the environment of a module summary
+ *     (np_regsum) made of the input: free registers stay within
+ *     scratch_ok, a return's dead ones within call_clobbered.
  * Buffers are heap-allocated to their exact size for AddressSanitizer.
  */
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "arch/freereg.h"
+#include "arch/regsum.h"
 #include "fuzz.h"
 
 #define ISA    (&np_isa_riscv64)
@@ -178,13 +181,31 @@ static void count(void *cookie, uint64_t target)
 	(void)target;
 }
 
+/* The input as a module: its two halves one function each, the first
+ * also as anonymous code at its own address + 1 MiB, a stub range past
+ * them; then the first half analysed with the module's environment. */
 static void check_function(const uint8_t *data, size_t size)
 {
 	struct np_freereg fr;
+	struct np_freereg_env env;
 	struct np_mem mem = {NULL, NULL, NULL};
-	size_t n = 0;
+	struct np_regsum *rs = np_regsum_new(ISA);
+	size_t n = 0, half = size / 2 & ~(size_t)1;
 
+	FUZZ_ASSERT(rs != NULL);
 	FUZZ_ASSERT(ISA->branch_targets(data, size, SRC_PC, &mem, count, &n) >= 0);
+	FUZZ_ASSERT(np_regsum_add(rs, data, half, SRC_PC) == 0);
+	FUZZ_ASSERT(np_regsum_add(rs, data + half, size - half, SRC_PC + half) == 0);
+	FUZZ_ASSERT(np_regsum_add_code(rs, data, half, SRC_PC + (1u << 20)) == 0);
+	FUZZ_ASSERT(np_regsum_add_stubs(rs, SRC_PC + size, SRC_PC + size + 64) == 0);
+	FUZZ_ASSERT(np_regsum_finish(rs) == 0);
+	np_regsum_env(rs, SRC_PC, true, &env);
+	FUZZ_ASSERT((env.ret_dead & ~ISA->call_clobbered) == 0);
+	FUZZ_ASSERT(np_freereg_analyse(ISA, data, half, SRC_PC, NP_FREEREG_ENTRY, &env, &fr) == 0);
+	for (size_t off = 0; off < half; off += 2)
+		FUZZ_ASSERT((np_freereg_at(&fr, SRC_PC + off) & ~ISA->scratch_ok) == 0);
+	np_freereg_release(&fr);
+	np_regsum_free(rs);
 	FUZZ_ASSERT(np_freereg_analyse(ISA, data, size, SRC_PC, NP_FREEREG_ENTRY, NULL, &fr) == 0);
 	for (size_t off = 0; off < size; off += 2)
 		FUZZ_ASSERT((np_freereg_at(&fr, SRC_PC + off) & ~ISA->scratch_ok) == 0);
