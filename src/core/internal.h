@@ -330,9 +330,10 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
  * registers; NULL when unknown (the analysis then assumes the least). */
 struct np_regsum;
 const struct np_regsum *np_neighbor_regsum(uint64_t addr);
-/* The PLT sections of the module mapped at addr, at run-time addresses:
- * how many were written to lo[], hi[] (at most max). */
-int np_symbol_stubs(uint64_t addr, uint64_t *lo, uint64_t *hi, int max);
+/* The executable sections of the ELF file mapped at addr (stubs: only
+ * its PLT sections), at run-time addresses: how many were written to
+ * lo[], hi[] (at most max); 0 when unknown (no section headers). */
+int np_symbol_sections(uint64_t addr, bool stubs, uint64_t *lo, uint64_t *hi, int max);
 /* The .eh_frame_hdr search table of the module mapped at addr (fde.c):
  * false when it has none that can be read. */
 struct np_fde_table {

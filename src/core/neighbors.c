@@ -14,18 +14,21 @@
  * fde.c cannot read means no neighbour scan.
  *
  * On ISAs whose plans need free registers (np_isa.relocate_via) the same
- * scan feeds the module's register summaries (src/arch/regsum.h): which
- * functions some code of the module calls or jumps to directly, and what
- * each may write, over its exact FDE range. Where any function's range
- * or code cannot be read there is no summary, and the free-register
- * analysis assumes the least.
+ * scan can feed the module's register summaries (src/arch/regsum.h):
+ * which functions some code of the module calls or jumps to directly, and
+ * what each may write, over its exact FDE range, with the code between
+ * them in the file's executable sections. That decodes the whole module
+ * again with its registers (seconds for a libc under qemu), so it is made
+ * only when a long jump lacks a register without it (np_neighbor_regsum).
+ * Where any range or code cannot be read, or the file has no section
+ * headers, there is no summary, and the free-register analysis assumes
+ * the least.
  */
 #include "arch/regsum.h"
 #include "core/internal.h"
 #include "core/plan.h" /* np_read_original */
 
 #include <errno.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,7 @@ struct cache {
 	uint64_t *modules; /* .eh_frame_hdr of the modules scanned */
 	size_t nmodules, cap_m;
 	struct np_regsum **sums; /* each module's, or NULL: cap_m of them */
+	bool *summed;            /* summarise() was tried for it */
 	unsigned long long subs;
 };
 static struct cache cache;
@@ -165,34 +169,6 @@ static long module_scanned(uint64_t hdr)
 
 #define MAX_SUMMARISED (16u << 20) /* code longer in one piece: no summary */
 
-/* The executable segment of the module whose .eh_frame_hdr is at hdr. */
-struct exec_seg {
-	uint64_t hdr, lo, hi;
-};
-
-static int find_exec(struct dl_phdr_info *info, size_t size, void *cookie)
-{
-	struct exec_seg *e = cookie;
-	uint64_t lo = 0, hi = 0;
-	bool mine = false;
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uint64_t at = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_GNU_EH_FRAME && at == e->hdr)
-			mine = true;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && !hi) {
-			lo = at;
-			hi = at + ph->p_memsz;
-		}
-	}
-	if (mine) {
-		e->lo = lo;
-		e->hi = hi;
-	}
-	return mine;
-}
-
 /* Bytes [lo, hi) to rs, a function or code no FDE bounds. */
 static int add_bytes(struct np_regsum *rs, uint64_t lo, uint64_t hi, bool anon)
 {
@@ -208,29 +184,40 @@ static int add_bytes(struct np_regsum *rs, uint64_t lo, uint64_t hi, bool anon)
 }
 
 /* Every FDE's exact range, the code between them in the executable
- * segment, the PLT sections. -errno where something cannot be read. */
+ * sections, the PLT sections. -errno where something cannot be read, or
+ * the file's sections are unknown. */
 static int summarise_into(struct np_regsum *rs, const struct np_fde_table *t)
 {
-	struct exec_seg seg = {t->base, 0, 0};
-	uint64_t lo[4], hi[4], at;
-	int err = 0, nstubs = np_symbol_stubs(t->base, lo, hi, 4);
-	for (int i = 0; i < nstubs && !err; i++)
+	uint64_t lo[8], hi[8];
+	int err = 0, n = np_symbol_sections(t->base, true, lo, hi, 8);
+	for (int i = 0; i < n && !err; i++)
 		err = np_regsum_add_stubs(rs, lo[i], hi[i]);
-	dl_iterate_phdr(find_exec, &seg);
-	if (!seg.hi)
+	n = np_symbol_sections(t->base, false, lo, hi, 8);
+	if (n <= 0)
 		return -ENOENT;
-	at = seg.lo;
-	for (uint32_t i = 0; i < t->n && !err; i++) { /* sorted by start */
-		uint64_t start = np_fde_table_start(t, i), end = np_fde_table_end(t, i);
-		if (end < start)
-			return -EINVAL;
-		if (start > at && start <= seg.hi)
-			err = add_bytes(rs, at, start, true);
-		if (!err)
-			err = add_bytes(rs, start, end, false);
-		at = end > at ? end : at;
+	for (int a = 1; a < n; a++) /* by address, as the FDEs are */
+		for (int b = a; b > 0 && lo[b] < lo[b - 1]; b--) {
+			uint64_t l = lo[b], h = hi[b];
+			lo[b] = lo[b - 1], hi[b] = hi[b - 1];
+			lo[b - 1] = l, hi[b - 1] = h;
+		}
+	uint32_t i = 0;
+	for (int k = 0; k < n && !err; k++) { /* sections and FDEs: both sorted */
+		uint64_t at = lo[k];
+		for (; i < t->n && !err && np_fde_table_start(t, i) < hi[k]; i++) {
+			uint64_t start = np_fde_table_start(t, i), end = np_fde_table_end(t, i);
+			if (end < start)
+				return -EINVAL;
+			if (start > at)
+				err = add_bytes(rs, at, start, true);
+			if (!err && start >= lo[k])
+				err = add_bytes(rs, start, end, false);
+			at = end > at ? end : at;
+		}
+		if (!err && at < hi[k])
+			err = add_bytes(rs, at, hi[k], true);
 	}
-	return err ? err : at < seg.hi ? add_bytes(rs, at, seg.hi, true) : 0;
+	return err;
 }
 
 /* The module's register summaries (regsum.h); NULL where its code cannot
@@ -258,21 +245,21 @@ static void scan_module(const struct np_fde_table *t)
 	}
 	sort_tail(cache.targets, cache.ntargets, targets_before);
 	cache.ntargets = dedupe(cache.targets, cache.ntargets);
-	struct np_regsum *rs = np_host_isa->relocate_via ? summarise(t) : NULL;
-	if (!push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base)) {
-		np_regsum_free(rs);
+	if (!push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base))
 		return;
-	}
 	if (cache.cap_m != cap || !cache.sums) {
 		struct np_regsum **v = realloc(cache.sums, cache.cap_m * sizeof(*v));
-		if (!v) { /* forget the module: it is scanned again next time */
+		bool *b = v ? realloc(cache.summed, cache.cap_m * sizeof(*b)) : NULL;
+		if (v)
+			cache.sums = v;
+		if (!b) { /* forget the module: it is scanned again next time */
 			cache.nmodules--;
-			np_regsum_free(rs);
 			return;
 		}
-		cache.sums = v;
+		cache.summed = b;
 	}
-	cache.sums[cache.nmodules - 1] = rs;
+	cache.sums[cache.nmodules - 1] = NULL;
+	cache.summed[cache.nmodules - 1] = false;
 }
 
 /* The module's cache slot around addr, scanning it the first time; -1
@@ -294,7 +281,13 @@ const struct np_regsum *np_neighbor_regsum(uint64_t addr)
 {
 	struct np_fde_table t;
 	long m = module_of(addr, &t);
-	return m < 0 ? NULL : cache.sums[m];
+	if (m < 0)
+		return NULL;
+	if (!cache.summed[m]) {
+		cache.sums[m] = np_host_isa->relocate_via ? summarise(&t) : NULL;
+		cache.summed[m] = true;
+	}
+	return cache.sums[m];
 }
 
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),

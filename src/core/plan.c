@@ -118,12 +118,26 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 		v->len = v->len > 16 ? v->len - 16 : 0;
 	if (v->len == 0)
 		return -EFAULT;
-	if (np_host_isa->relocate_via && v->fb.known)
-		v->sums = np_neighbor_regsum(v->base);
 	np_fn_view_analyse(v, &(struct np_mem){view_read, NULL, NULL});
 	/* branches from the neighbours into the bytes a patch may displace */
 	np_neighbor_targets(addr, NP_NEIGHBOR_SPAN, add_target, v);
 	return 0;
+}
+
+/* The free registers, for ISAs whose jumps and relocations need one,
+ * with what the module's other functions do to them when known (v->sums;
+ * else the analysis assumes the least, which is sound as well). */
+static void analyse_registers(struct fn_view *v)
+{
+	size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
+	struct np_freereg_env env;
+	if (!np_host_isa->relocate_via || !np_host_isa->reg_use)
+		return;
+	if (v->sums)
+		np_regsum_env(v->sums, v->base, v->fb.called, &env);
+	v->have_fr = np_freereg_analyse(np_host_isa, v->code, flen, v->base,
+					v->fb.called ? NP_FREEREG_ENTRY : 0, v->sums ? &env : NULL,
+					&v->fr) == 0;
 }
 
 /* Where control can land in the function; jump tables are read through
@@ -135,16 +149,21 @@ void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem)
 	size_t flen = v->fb.end - v->base < v->len ? v->fb.end - v->base : v->len;
 	int u = np_host_isa->branch_targets(v->code, flen, v->base, mem, add_target, v);
 	v->unresolved = u < 0 ? 1 : u;
-	/* the free registers, for ISAs whose jumps and relocations need one,
-	 * with what the module's other functions do to them when known */
-	if (np_host_isa->relocate_via && np_host_isa->reg_use) {
-		struct np_freereg_env env;
-		if (v->sums)
-			np_regsum_env(v->sums, v->base, v->fb.called, &env);
-		v->have_fr = np_freereg_analyse(np_host_isa, v->code, flen, v->base,
-						v->fb.called ? NP_FREEREG_ENTRY : 0,
-						v->sums ? &env : NULL, &v->fr) == 0;
-	}
+	analyse_registers(v);
+}
+
+/* What the module knows costs a decode of all of it once (a second or
+ * more for a libc under qemu): asked for only when a long form lacks a
+ * register without it. */
+bool np_fn_view_use_module(struct fn_view *v)
+{
+	if (!np_host_isa->relocate_via || !v->fb.known || v->sums ||
+	    !(v->sums = np_neighbor_regsum(v->base)))
+		return false;
+	if (v->have_fr)
+		np_freereg_release(&v->fr);
+	analyse_registers(v);
+	return true;
 }
 
 static uint64_t free_at(const struct fn_view *v, uint64_t pc)
@@ -292,11 +311,13 @@ static int registers(const struct fn_view *v, enum np_jump_form form, struct pla
 	const struct np_insn *last = &p->insn[p->ninsn - 1];
 	p->scratch.scratch = v->have_fr ? np_freereg_over(&v->fr, p->start, p->end) : 0;
 	p->scratch.resume = free_at(v, p->end);
+	p->no_register = true;
 	if (form == NP_JUMP_LONG && !p->via)
 		return REFUSE(p, "no free register at the site for the long jump");
 	if (form == NP_JUMP_LONG && !p->scratch.resume && !(last->flags & NP_INSN_NOFALL))
 		return REFUSE(p, "no free register at 0x%llx for the jump back from a trampoline "
 				 "beyond the short jump's reach", (unsigned long long)p->end);
+	p->no_register = false;
 	return 0;
 }
 
@@ -310,6 +331,7 @@ static int plan_from(const struct fn_view *v, uint64_t addr, enum np_jump_form f
 	uint64_t need = addr + p->jump_len;
 	p->start = addr;
 	p->merged = false;
+	p->no_register = false;
 	p->pun = p->pin = 0;
 	if (!p->jump_len)
 		return REFUSE(p, "the ISA has no long jump form");

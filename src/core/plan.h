@@ -16,7 +16,8 @@ struct fn_view {
 	struct np_freereg fr; /* registers free where: ISAs that need them */
 	bool have_fr;
 	/* the module's register summaries (src/arch/regsum.h), live views
-	 * only; NULL: the analysis assumes the least of the module */
+	 * only and from np_fn_view_use_module() on; NULL: the analysis
+	 * assumes the least of the module */
 	const struct np_regsum *sums;
 };
 
@@ -29,6 +30,7 @@ struct plan {
 	struct np_reloc_scratch scratch; /* free over the displaced bytes, and
 					  * where the jump back lands */
 	bool merged;      /* it covers regions already in place */
+	bool no_register; /* refused for want of a free register only */
 	unsigned pun;     /* bytes of the jump past end, left as they are */
 	unsigned pin;     /* 0, or the jump's bytes from here on must stay the
 			   * code's own (a punned jump, or one replacing it) */
@@ -44,6 +46,10 @@ enum np_jump_form { NP_JUMP_SHORT, NP_JUMP_LONG };
 
 int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fsize);
 void np_fn_view_analyse(struct fn_view *v, const struct np_mem *mem);
+/* Analyse the free registers again with the module's summaries (live
+ * views, ISAs whose long jump needs a register): for a long form refused
+ * for want of a register. True when the view learnt something. */
+bool np_fn_view_use_module(struct fn_view *v);
 void np_fn_view_free(struct fn_view *v);
 int np_fn_view_decode(const struct fn_view *v, uint64_t pc, struct np_insn *in);
 bool np_fn_view_is_boundary(const struct fn_view *v, uint64_t addr);

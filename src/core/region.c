@@ -400,6 +400,9 @@ static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy w
 		 * make: the long form through a free register, where there is one */
 		if (err && np_host_isa->emit_jump_via) {
 			err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
+			/* what the rest of the module does may free one */
+			if (err && p.no_register && np_fn_view_use_module(v))
+				err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
 			if (!err)
 				err = install_jump(&p, want == NP_STRATEGY_JUMP);
 			else

@@ -69,6 +69,8 @@ struct module {
 	size_t nifuncs, cap_ifuncs;
 	uint64_t stub_lo[4], stub_hi[4]; /* PLT sections (vaddrs) */
 	int nstubs;
+	uint64_t code_lo[8], code_hi[8]; /* executable sections (vaddrs) */
+	int ncode;
 	struct module *next;
 };
 
@@ -208,15 +210,26 @@ static void add_slots(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m)
 	}
 }
 
-/* The PLT sections, whose stubs jump on through slots the loader fills:
- * a call there keeps the calling convention (src/arch/regsum.h). */
-static void add_stub_section(Elf *elf, const GElf_Shdr *sh, struct module *m)
+/* The executable sections (the segment that holds them may hold data
+ * too: headers, .rodata, .eh_frame), and of them the PLT's, whose stubs
+ * jump on through slots the loader fills: a call there keeps the calling
+ * convention (src/arch/regsum.h). A module with more executable sections
+ * than kept gets none: what is kept must be all its code. */
+static void add_code_section(Elf *elf, const GElf_Shdr *sh, struct module *m)
 {
 	static const char *const names[] = {".plt", ".plt.sec", ".plt.got", ".iplt", NULL};
 	size_t shstrndx;
 	const char *name;
-	if (m->nstubs == 4 || !(sh->sh_flags & SHF_EXECINSTR) ||
-	    elf_getshdrstrndx(elf, &shstrndx) || !(name = elf_strptr(elf, shstrndx, sh->sh_name)))
+	if (!(sh->sh_flags & SHF_EXECINSTR) || !sh->sh_size || m->ncode < 0)
+		return;
+	if (m->ncode == 8) {
+		m->ncode = -1;
+		return;
+	}
+	m->code_lo[m->ncode] = sh->sh_addr;
+	m->code_hi[m->ncode++] = sh->sh_addr + sh->sh_size;
+	if (m->nstubs == 4 || elf_getshdrstrndx(elf, &shstrndx) ||
+	    !(name = elf_strptr(elf, shstrndx, sh->sh_name)))
 		return;
 	for (const char *const *n = names; *n; n++)
 		if (!strcmp(name, *n)) {
@@ -321,7 +334,7 @@ static struct module *load_module(const struct np_map *map)
 				if (pass == 0 && sh.sh_type == SHT_RELA)
 					add_slots(elf, scn, &sh, m);
 				if (pass == 0)
-					add_stub_section(elf, &sh, m);
+					add_code_section(elf, &sh, m);
 			}
 		}
 		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
@@ -521,16 +534,19 @@ uint32_t np_module_features(uint64_t addr)
 	return m ? m->features : 0;
 }
 
-int np_symbol_stubs(uint64_t addr, uint64_t *lo, uint64_t *hi, int max)
+int np_symbol_sections(uint64_t addr, bool stubs, uint64_t *lo, uint64_t *hi, int max)
 {
 	struct np_map map;
 	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
 		return 0;
 	struct module *m = module_for(&map);
-	int n = 0;
-	for (int i = 0; m && i < m->nstubs && n < max; i++, n++) {
-		lo[n] = m->stub_lo[i] + m->bias;
-		hi[n] = m->stub_hi[i] + m->bias;
+	if (!m)
+		return 0;
+	int have = stubs ? m->nstubs : m->ncode, n = 0;
+	const uint64_t *l = stubs ? m->stub_lo : m->code_lo, *h = stubs ? m->stub_hi : m->code_hi;
+	for (int i = 0; i < have && n < max; i++, n++) {
+		lo[n] = l[i] + m->bias;
+		hi[n] = h[i] + m->bias;
 	}
 	return n;
 }

@@ -62,4 +62,32 @@ TEST(a_far_entry_probe_leaves_what_the_caller_keeps_across_the_call)
 	CHECK_EQ(ipa_caller(5), want(5));
 }
 
+extern uint64_t ipa_orphan(uint64_t x, uint64_t y);
+
+TEST(a_far_entry_probe_of_a_function_only_pointers_reach_takes_the_long_form)
+{
+	/* by its bytes alone no register is free at its entry: a direct
+	 * caller could keep any; no code of the module calls it directly,
+	 * which the module's summary shows, asked for when the long form
+	 * finds no register without it (region.c, place_new) */
+	uint64_t (*volatile fn)(uint64_t, uint64_t) = ipa_orphan;
+	struct e2e_counter count = {.addr = (uintptr_t)ipa_orphan};
+	CHECK_EQ(e2e_reserve_around((uintptr_t)ipa_orphan, REACH), 0);
+	struct np_probe_opts o = e2e_opts(e2e_count, &count, NP_STRATEGY_AUTO);
+	struct np_probe *p = np_probe_attach((void *)ipa_orphan, &o);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ(np_probe_strategy(p), NP_STRATEGY_JUMP);
+	int reg = long_form_register((const uint8_t *)ipa_orphan);
+	fprintf(stderr, "# the long form goes through x%d\n", reg);
+	/* a caller-saved register it neither reads nor returns in: t0..t6,
+	 * a2..a7 (dead at its returns, since only the convention reaches it) */
+	CHECK((reg >= 5 && reg <= 7) || (reg >= 28 && reg <= 31) || (reg >= 12 && reg <= 17));
+	for (uint64_t x = 0; x < CALLS; x++)
+		CHECK_EQ(fn(x, 3 * x), 4 * x);
+	CHECK_EQ(count.hits, CALLS);
+	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
 TEST_MAIN()
