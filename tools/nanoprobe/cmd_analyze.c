@@ -529,7 +529,7 @@ static int add_gaps(const struct np_symtab *st, const struct an_layout *l, struc
 static struct np_regsum *summarise(const struct np_symtab *st, const struct np_isa *isa,
 				   const struct an_layout *l)
 {
-	struct np_regsum *rs = np_regsum_new(isa);
+	struct np_regsum *rs = l->nexec < 16 ? np_regsum_new(isa) : NULL; /* else some unseen */
 	struct span *fn = calloc(st->n + 1, sizeof(*fn));
 	size_t n = 0;
 	int err = rs && fn ? 0 : -ENOMEM;
