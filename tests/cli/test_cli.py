@@ -1567,6 +1567,12 @@ def errors():
     error_case(["trace", "--strategy", "bogus", "work"], 2, ["bogus"], "bad --strategy")
     error_case(["trace", "-d", "0", "work"], 2, ["-d"], "bad -d")
     error_case(["count", "-i", "x", "work"], 2, ["-i"], "bad -i")
+    # not finite, too large for the session's clock, below zero or above
+    # it only by underflow: refused, the value named
+    for bad in ("nan", "NaN", "inf", "-inf", "infinity", "1e999", "1e300", "31536001",
+                "1e-400", "-0", ""):
+        error_case(["trace", "-d", bad, "work"], 2, ["-d", f"'{bad}'"], f"-d {bad!r}")
+        error_case(["count", "-i", bad, "work"], 2, ["-i", f"'{bad}'"], f"-i {bad!r}")
     error_case(["trace", "--no-such-option", "work"], 2, ["--no-such-option"],
                "unknown option")
     error_case(["trace"], 2, ["no probe"], "no probe given")

@@ -143,15 +143,9 @@ static bool several_files(const struct probe_set *set)
 
 static int count_option(int opt, const char *arg, struct session_opts *o, void *cookie)
 {
-	char *end;
 	if (opt != 'i')
 		return -1;
-	o->interval = strtod(arg, &end);
-	if (*end || o->interval <= 0) {
-		fprintf(stderr, "nanoprobe count: -i wants a number of seconds > 0, not '%s'\n", arg);
-		return -1;
-	}
-	return 0;
+	return session_parse_seconds("count", "-i", arg, &o->interval);
 }
 
 static int count_prepare(struct session_opts *o, struct probe_set *set, void *cookie)

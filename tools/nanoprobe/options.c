@@ -50,16 +50,24 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 
 enum { OPT_STRATEGY = 1000, OPT_BUFFER };
 
-static int parse_seconds(const char *verb, const char *opt, const char *arg, double *out)
+/* The longest -d or -i: a year, far beyond any session, and far within
+ * what the loops' millisecond clocks hold (a uint64_t overflows at 1.8e16 s). */
+#define SECONDS_MAX (365.0 * 24 * 3600)
+
+int session_parse_seconds(const char *verb, const char *opt, const char *arg, double *out)
 {
 	char *end;
 	errno = 0;
-	*out = strtod(arg, &end);
-	if (errno || *end || *out <= 0) {
-		fprintf(stderr, "nanoprobe %s: %s wants a number of seconds > 0, not '%s'\n", verb,
-			opt, arg);
+	double v = strtod(arg, &end);
+	/* the comparison is false for nan; inf and overflow (HUGE_VAL, ERANGE)
+	 * are above the bound; underflow to 0 is below it */
+	if (errno || end == arg || *end || !(v > 0 && v <= SECONDS_MAX)) {
+		fprintf(stderr,
+			"nanoprobe %s: %s wants a number of seconds > 0 and at most %.0f, not '%s'\n",
+			verb, opt, SECONDS_MAX, arg);
 		return -1;
 	}
+	*out = v;
 	return 0;
 }
 
@@ -76,7 +84,7 @@ static int parse_common(int opt, const char *arg, struct session_opts *o)
 		}
 		o->pid = (pid_t)v;
 		return 0;
-	case 'd': return parse_seconds(o->verb, "-d", arg, &o->duration);
+	case 'd': return session_parse_seconds(o->verb, "-d", arg, &o->duration);
 	case 'j': o->json = true; return 0;
 	case 'o': o->out_path = arg; return 0;
 	case OPT_STRATEGY:

@@ -132,6 +132,10 @@ struct verb {
 };
 struct np_vm_prog;
 
+/* A number of seconds for option opt (-d, -i): finite, > 0, at most a
+ * year. 0, or -1 after printing a message that names the value. */
+int session_parse_seconds(const char *verb, const char *opt, const char *arg, double *out);
+
 /* The whole verb: its exit status. */
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv);
 
