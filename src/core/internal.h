@@ -205,6 +205,9 @@ uint64_t np_thread_sum_missed(uint32_t slot);
 /* Wait until no thread is running handlers of 'site' (after its list
  * changed and a membarrier made the change visible). */
 void np_thread_wait_site(const struct np_site *site);
+/* Is the thread tid running a probe's handlers (in_site)? For a thread
+ * judged from outside rather than asked (patch.c). */
+bool np_thread_in_handler(int tid);
 
 /* The hit path: called by trampolines and the trap handler. */
 void np__dispatch(struct np_ctx *ctx);

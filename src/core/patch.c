@@ -325,15 +325,23 @@ enum look {
 	LOOK_FOREIGN, /* blocked at a pc that is none of the program's code */
 };
 
+/* Where a blocked thread waits: its user pc and stack pointer, the last
+ * two fields of the syscall file (both 0 when it is gone or running). */
+struct blocked_at {
+	uint64_t pc, sp;
+};
+
 /* On Linux a blocked thread's user pc is the program's (libc, the vDSO).
  * Under qemu-user it is the emulator's own (LOOK_FOREIGN, only looked for
  * when 'foreign' is asked): the thread is either a guest thread waiting
  * in the emulator, whose guest pc is unknown (it may sit between two
  * translated blocks, anywhere, even inside the range), or one of the
  * emulator's own threads. */
-static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign)
+static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign,
+			 struct blocked_at *at)
 {
 	char path[64], buf[256];
+	*at = (struct blocked_at){0, 0};
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -344,6 +352,11 @@ static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign)
 		return LOOK_ASK;
 	char *last = strrchr(line, ' ');
 	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
+	if (last) {
+		*last = 0;
+		char *before = strrchr(line, ' ');
+		*at = (struct blocked_at){pc, before ? strtoull(before + 1, NULL, 16) : 0};
+	}
 	/* The cached map, not read again for a pc it does not know (each
 	 * emulator pc did, about a millisecond under qemu-user, at every
 	 * stop): a module mapped since is taken for the emulator's, and
@@ -379,15 +392,45 @@ static uint64_t blocked_mask(int tid)
  * with the emulator's mask. Asked then, it would never answer: a running
  * thread that blocks the signal is looked at again for up to 20 ms. */
 #define SETTLE_TRIES 20
-static enum look settled_look(int tid, uint64_t start, uint64_t end)
+static enum look settled_look(int tid, uint64_t start, uint64_t end, struct blocked_at *at)
 {
-	enum look l = look_at(tid, start, end, true);
+	enum look l = look_at(tid, start, end, true, at);
 	for (int i = 0; l == LOOK_ASK && i < SETTLE_TRIES && (blocked_mask(tid) & SIGBIT(fixup_sig));
 	     i++) {
 		nanosleep(&(struct timespec){0, 1000000L}, NULL);
-		l = look_at(tid, start, end, true);
+		l = look_at(tid, start, end, true, at);
 	}
 	return l;
+}
+
+/*
+ * A thread blocked in a system call at a pc outside the bytes, judged
+ * from here instead of asked, when a trampoline lands inside them: a
+ * signal could end its call early (EINTR), and a thread that blocks the
+ * signal (jemalloc's background threads block every signal) would never
+ * answer while every other thread waited, stopped, for the patience to
+ * run out; a server under load stalled 2 s per site that way. While it
+ * waits in the kernel its user state does not change, and what the answer
+ * would look at is in memory we share: the words above its stack pointer
+ * (every return address of a thread that reached a system call is on its
+ * stack: a trampoline calls C code, which saves it) and whether it runs
+ * a probe's handlers. Should it wake meanwhile, it runs its own frames,
+ * found to lead into no trampoline, or meets the breakpoint the patch
+ * goes in behind. Counted as the answer counts (req.busy, req.nested).
+ */
+__attribute__((no_sanitize("address"))) static void judge_blocked(int tid,
+								  const struct blocked_at *at)
+{
+	struct np_regs regs = {.pc = at->pc};
+	struct way_back w = {req.start, req.end, false};
+	if (!at->sp)
+		return; /* gone */
+	regs.gpr[np_host_isa->sp_reg] = at->sp;
+	if (np_codemem_leads_inside(at->pc, req.start, req.end) ||
+	    any_stack_word(&regs, leads_inside, &w) || (np_thread_in_handler(tid) && !w.seen))
+		atomic_fetch_add(&req.busy, 1);
+	if (req.map && interrupted_inside(&regs, req.map))
+		atomic_fetch_add(&req.nested, 1);
 }
 
 /* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
@@ -494,16 +537,11 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	/* Blocked in a system call with its pc outside: it runs no user code
 	 * now, and interrupting it could fail its call with EINTR. The patch
 	 * goes in breakpoint first for the sake of such a thread (or one born
-	 * since the listing) that comes back meanwhile. The emulator's own
-	 * threads are left too. Sorted out before any thread is stopped: the
-	 * look uses stdio. */
+	 * since the listing) that comes back meanwhile; when a trampoline
+	 * lands inside the bytes, it is judged from here (judge_blocked). The
+	 * emulator's own threads are left too. Sorted out before any thread
+	 * is stopped: the look uses stdio. */
 	bool risky = new_code && np_codemem_lands_inside(start, end);
-	for (int i = 0; i < n; i++) {
-		enum look l = settled_look(all[i], start, end);
-		if (l == LOOK_ASK || (l == LOOK_LEAVE && risky) ||
-		    (l == LOOK_FOREIGN && !emulator_thread(all[i])))
-			asked[k++] = all[i];
-	}
 	atomic_store(&req.risky, risky);
 	atomic_store(&req.busy, 0);
 	atomic_store(&req.nested, 0);
@@ -511,6 +549,14 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	req.end = end;
 	req.map = map;
 	req.cookie = cookie;
+	for (int i = 0; i < n; i++) {
+		struct blocked_at at;
+		enum look l = settled_look(all[i], start, end, &at);
+		if (l == LOOK_LEAVE && risky)
+			judge_blocked(all[i], &at);
+		else if (l == LOOK_ASK || (l == LOOK_FOREIGN && !emulator_thread(all[i])))
+			asked[k++] = all[i];
+	}
 	atomic_store(&req.acks, 0);
 	atomic_store(&req.hold, true);
 	atomic_fetch_add(&req.round, 1);
@@ -592,7 +638,8 @@ static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, u
 	struct dirent *e;
 	while ((e = readdir(d)) && n < MAX_ASK) {
 		int tid = atoi(e->d_name);
-		if (tid <= 0 || tid == self || look_at(tid, start, end, false) == LOOK_LEAVE)
+		struct blocked_at at;
+		if (tid <= 0 || tid == self || look_at(tid, start, end, false, &at) == LOOK_LEAVE)
 			continue;
 		if (syscall(SYS_tgkill, pid, tid, fixup_sig) == 0)
 			tids[n++] = tid;

@@ -254,6 +254,21 @@ void np_thread_wait_site(const struct np_site *site)
 		}
 }
 
+bool np_thread_in_handler(int tid)
+{
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++) {
+		uint64_t freem = atomic_load(&segs[s].free_mask);
+		for (unsigned i = 0; i < SEG_BLOCKS; i++) {
+			struct np_thread *t = &segs[s].blocks[i];
+			if (!(freem & (1ull << i)) && atomic_load(&t->tid) == tid &&
+			    atomic_load_explicit(&t->in_site, memory_order_acquire))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Owner-only counter bump: a plain add, readable by others. */
 static inline void bump(uint64_t *c)
 {

@@ -25,7 +25,7 @@
 #include "e2e.h"
 #include "test.h"
 
-extern uint8_t t_park_single[], t_park_batch[], t_park_rounds[];
+extern uint8_t t_park_single[], t_park_batch[], t_park_rounds[], t_park_deaf[];
 /* torture_x86_64.S: t_cmp +0 makes [0, 5), back to +5, and +2 a jump over
  * [2, 7); t_short +4 makes [4, 9), back to +9, and +8 a jump over [8, 13) */
 extern uint8_t t_cmp[], t_short[];
@@ -162,6 +162,7 @@ TEST(park_functions_have_the_expected_layout)
 	CHECK(memcmp(t_park_single, park_bytes, sizeof park_bytes) == 0);
 	CHECK(memcmp(t_park_batch, park_bytes, sizeof park_bytes) == 0);
 	CHECK(memcmp(t_park_rounds, park_bytes, sizeof park_bytes) == 0);
+	CHECK(memcmp(t_park_deaf, park_bytes, sizeof park_bytes) == 0);
 	/* the storm's: lea at t_short+4, pop at +8; cmp at t_cmp+2, setb at +5 */
 	CHECK_EQ(t_short[4], 0x48);
 	CHECK_EQ(t_short[8], 0x5b);
@@ -291,6 +292,81 @@ TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
 	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
 	close(pfd[0]);
 	close(pfd[1]);
+}
+
+/* A thread that blocks every signal, as jemalloc's background threads do,
+ * waits in read() somewhere else (libc's). A jump over the landing of a
+ * retired trampoline is placed with the other threads stopped, once none
+ * can be on its way back there; this one can never answer the stop
+ * signal. It used to be asked all the same, and every patch of that kind
+ * waited 2 s for it and failed (EAGAIN), the probe falling back to TRAP:
+ * redis-server under load stalled for 2 s a site, thousands of sites. A
+ * thread blocked in a system call is now judged from its stack instead,
+ * which leads into no trampoline: the jump goes in, and its read() goes
+ * on undisturbed. */
+static void *deaf_reader(void *arg)
+{
+	struct parked *p = arg;
+	sigset_t all;
+	char c;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	__atomic_store_n(&p->tid, (pid_t)gettid(), __ATOMIC_RELEASE);
+	p->result = read(p->fd, &c, 1);
+	return NULL;
+}
+
+/* In libc's read(), not in fn or any trampoline of it. */
+static bool anywhere(uint64_t pc, const uint8_t *fn)
+{
+	(void)pc, (void)fn;
+	return true;
+}
+
+TEST(a_thread_deaf_to_signals_in_a_system_call_does_not_hold_up_a_jump)
+{
+	uint8_t *fn = t_park_deaf, pristine[16];
+	struct e2e_counter c0 = {0}, c4 = {0};
+	int pfd[2], dfd[2];
+	struct parked deaf = {0};
+	pthread_t th;
+
+	memcpy(pristine, fn, sizeof pristine);
+	CHECK_EQ(pipe(pfd), 0);
+	CHECK_EQ(pipe(dfd), 0);
+	e2e_log_capture();
+	/* a retired trampoline that jumps back to +7 */
+	struct np_probe *p0 = attach_one(fn, &c0, 0);
+	CHECK(p0 != NULL);
+	if (!p0)
+		return;
+	char b;
+	CHECK_EQ(write(pfd[1], "a", 1), 1);
+	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+	CHECK_EQ(c0.hits, 1);
+	np_probe_free(p0);
+
+	deaf.fd = dfd[0];
+	CHECK_EQ(pthread_create(&th, NULL, deaf_reader, &deaf), 0);
+	CHECK(wait_parked(&deaf, anywhere));
+
+	/* +4: its jump covers +7 */
+	struct np_probe *p4 = attach_one(fn + 4, &c4, 0);
+	CHECK(p4 != NULL);
+	printf("# the probe at +4 got %s; log: %s\n",
+	       p4 ? np_strategy_name(np_probe_strategy(p4)) : "nothing", e2e_log_state.last);
+	CHECK(p4 && np_probe_strategy(p4) == NP_STRATEGY_JUMP);
+	CHECK_EQ(write(pfd[1], "b", 1), 1);
+	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+	CHECK_EQ(b, 'b');
+	CHECK_EQ(c4.hits, 1);
+	np_probe_free(p4);
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+
+	CHECK_EQ(write(dfd[1], "d", 1), 1);
+	pthread_join(th, NULL);
+	CHECK_EQ(deaf.result, 1); /* its read() was not cut short */
+	close(pfd[0]), close(pfd[1]), close(dfd[0]), close(dfd[1]);
 }
 
 /* The same without parking: threads call two functions in a loop and

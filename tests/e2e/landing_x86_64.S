@@ -23,5 +23,6 @@ ENDF(f)
 PARK(t_park_single)
 PARK(t_park_batch)
 PARK(t_park_rounds)
+PARK(t_park_deaf)
 
 	NOTE_GNU_STACK
