@@ -5,6 +5,10 @@
  * counting the calls since the library was loaded: a second injection that
  * finds the library loaded already returns NP_TEST_MAGIC + 2.
  * np_test_crash faults, for the injector to abandon the call.
+ * np_test_trap meets a breakpoint, as a call meets a TRAP probe, and
+ * returns NP_TEST_MAGIC once the program's SIGTRAP handler has run.
+ * np_test_pause, called by the target itself, keeps its thread inside
+ * the library, in pause() made there, until np_test_stop is set.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +21,9 @@ static int calls;
 
 __attribute__((visibility("default"))) int np_test_start(const char *path);
 __attribute__((visibility("default"))) int np_test_crash(const char *path);
+__attribute__((visibility("default"))) int np_test_trap(const char *path);
+__attribute__((visibility("default"))) void np_test_pause(void);
+__attribute__((visibility("default"))) volatile int np_test_stop;
 
 int np_test_start(const char *path)
 {
@@ -40,4 +47,20 @@ int np_test_crash(const char *path)
 
 	(void)path;
 	return *null;
+}
+
+int np_test_trap(const char *path)
+{
+	(void)path;
+	__asm__ volatile("int3"); /* the tests that call it run on x86-64 */
+	return NP_TEST_MAGIC;
+}
+
+void np_test_pause(void)
+{
+	while (!np_test_stop) {
+		long r = 34; /* SYS_pause on x86-64, from here: its pc is ours */
+
+		__asm__ volatile("syscall" : "+a"(r) : : "rcx", "r11", "memory");
+	}
 }

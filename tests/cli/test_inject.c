@@ -119,7 +119,7 @@ static void finish(struct child *c, const char *mode, char *out, size_t len)
 
 	if (!strcmp(mode, "read"))
 		CHECK(write(c->in, READ_DATA, strlen(READ_DATA)) == (ssize_t)strlen(READ_DATA));
-	if (!strcmp(mode, "spin"))
+	if (!strcmp(mode, "spin") || !strcmp(mode, "masked") || !strcmp(mode, "inlib"))
 		kill(c->pid, SIGUSR1);
 	close(c->in);
 	while (got < len - 1 && (n = read(c->out, out + got, len - 1 - got)) > 0)
@@ -389,6 +389,54 @@ TEST(call_blocked_on_loader_lock_times_out_and_holds_back_signals)
 	CHECK_EQ(j.r, -ETIMEDOUT);
 	CHECK(strstr(j.err, "dlopen did not return"));
 	unlink(j.file);
+}
+
+/*
+ * The thread we borrow blocks SIGTRAP (it may be in a signal handler, or a
+ * server's thread that blocks every signal) and our call meets a
+ * breakpoint, as it meets a TRAP probe of a session under way. The kernel
+ * forces a blocked fault on, resetting the handler to SIG_DFL for the
+ * whole process: the program lost its SIGTRAP handler (the engine's, in a
+ * traced one) and died at the next breakpoint. The faults are unblocked
+ * for our calls and the mask put back: the program's handler takes the
+ * breakpoint, and keeps its handler and its mask.
+ */
+TEST(breakpoint_in_a_thread_that_blocks_sigtrap_keeps_handler_and_mask)
+{
+	struct inj j;
+
+	inj_init(&j, lib, "np_test_trap");
+	injected_run(target, "masked", NULL, "running", &j, 1);
+	CHECK_EQ(j.r, 0);
+	CHECK_EQ(j.ret, NP_TEST_MAGIC);
+	unlink(j.file);
+}
+
+/*
+ * The thread runs the agent's code: a probe's handler, or the engine's
+ * signal handler where it waits while another session rewrites code.
+ * Made to call dlopen there, it would run half-written code. It is let
+ * go and tried again, and after a while the injection is refused,
+ * leaving the process as it was. Here the target waits in pause() in the
+ * library given as the agent.
+ */
+TEST(thread_inside_the_agent_is_not_borrowed)
+{
+	char want[256], got[256];
+	struct inj j;
+	struct child c;
+
+	plain_run(target, "inlib", lib, want, sizeof(want));
+	inj_init(&j, lib, "np_test_start");
+	c = spawn(target, "inlib", lib);
+	CHECK(wait_in(c.pid, nr(SYS_pause)));
+	inject(c.pid, &j);
+	finish(&c, "inlib", got, sizeof(got));
+	CHECK_STR(got, want);
+	CHECK_EQ(j.r, -EBUSY);
+	CHECK(strstr(j.err, "stays inside nanoprobe's agent"));
+	agent_log(&j, got, sizeof(got));
+	CHECK_STR(got, ""); /* the start function never ran */
 }
 
 #if defined(__has_feature)

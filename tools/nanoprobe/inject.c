@@ -206,6 +206,8 @@ struct target {
 	bool attached, gone; /* seized; exited or killed */
 	bool regs_saved, in_call;
 	bool at_signal_stop; /* a signal-delivery-stop: detach can deliver one signal */
+	bool mask_changed;   /* faults unblocked for our calls; sigmask to put back */
+	uint64_t sigmask;
 	uint64_t call_top;   /* the stack top of the call under way */
 	isa_regs saved;
 	struct iovec ext[N_EXT]; /* saved; iov_len 0 if the kernel lacks the set */
@@ -696,6 +698,45 @@ static int save_regs(struct target *t)
 	return save_ext(t);
 }
 
+/*
+ * The thread's faults unblocked while it runs our calls. A fault in a
+ * thread that blocks its signal is forced on by the kernel, which first
+ * resets the signal's handler to SIG_DFL for the whole process: a
+ * breakpoint of a live nanoprobe session met in dlopen (the thread may be
+ * anywhere, inside a signal handler with a full mask too) would cost the
+ * program its SIGTRAP handler, and its life at the next breakpoint. The
+ * mask is put back at detach.
+ */
+#define FAULT_SIGS                                                                                 \
+	(1ull << (SIGTRAP - 1) | 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1) |                   \
+	 1ull << (SIGILL - 1) | 1ull << (SIGFPE - 1))
+
+static int unmask_faults(struct target *t)
+{
+	uint64_t open;
+
+	if (ptrace(PTRACE_GETSIGMASK, t->pid, PT_ARG(sizeof(t->sigmask)), &t->sigmask))
+		return fail(t, -errno, "cannot read the signal mask of process %d: %s", t->pid,
+			    strerror(errno));
+	if (!(t->sigmask & FAULT_SIGS))
+		return 0;
+	open = t->sigmask & ~FAULT_SIGS;
+	if (ptrace(PTRACE_SETSIGMASK, t->pid, PT_ARG(sizeof(open)), &open))
+		return fail(t, -errno, "cannot set the signal mask of process %d: %s", t->pid,
+			    strerror(errno));
+	t->mask_changed = true;
+	return 0;
+}
+
+static int restore_mask(struct target *t)
+{
+	if (!t->mask_changed ||
+	    !ptrace(PTRACE_SETSIGMASK, t->pid, PT_ARG(sizeof(t->sigmask)), &t->sigmask))
+		return 0;
+	return fail(t, -errno, "cannot restore the signal mask of process %d: %s", t->pid,
+		    strerror(errno));
+}
+
 static int attach(struct target *t)
 {
 	char why[256];
@@ -704,7 +745,9 @@ static int attach(struct target *t)
 	if (ptrace(PTRACE_SEIZE, t->pid, NULL, NULL) == 0) {
 		t->attached = true;
 		r = stop_now(t, "the attach");
-		return r < 0 ? r : save_regs(t);
+		if (r >= 0)
+			r = save_regs(t);
+		return r < 0 ? r : unmask_faults(t);
 	}
 	e = errno;
 	if (e == ESRCH)
@@ -756,6 +799,8 @@ static int detach(struct target *t)
 		return 0;
 	if (t->regs_saved)
 		r = restore_regs(t);
+	if (restore_mask(t) && !r)
+		r = -EIO;
 	sig = give_back_signals(t);
 	if (ptrace(PTRACE_DETACH, t->pid, NULL, PT_ARG(sig)) && errno != ESRCH)
 		r = fail(t, -errno, "cannot detach from process %d: %s", t->pid, strerror(errno));
@@ -1028,6 +1073,63 @@ static int agent_path(struct target *t, const char *in, char *out)
 	return 0;
 }
 
+/* Is pc in a mapping of the file at path? */
+static bool in_file(struct target *t, const char *path, uint64_t pc)
+{
+	struct stat st;
+	bool have_st = stat(path, &st) == 0, in = false;
+	FILE *maps = open_maps(t);
+	struct rmap m;
+
+	while (maps && !in && next_map(maps, &m))
+		in = pc >= m.start && pc < m.end &&
+		     (!strcmp(m.path, path) ||
+		      (have_st && m.ino == st.st_ino && makedev(m.maj, m.min) == st.st_dev));
+	if (maps)
+		fclose(maps);
+	return in;
+}
+
+static void forget_thread(struct target *t)
+{
+	for (size_t i = 0; i < N_EXT; i++) {
+		free(t->ext[i].iov_base);
+		t->ext[i] = (struct iovec){NULL, 0};
+	}
+	t->attached = t->regs_saved = t->at_signal_stop = t->mask_changed = false;
+	t->ndeferred = 0;
+}
+
+/*
+ * Stopped where it runs the program's code, not the agent's. A thread in
+ * the agent is doing nanoprobe's work: a probe's handler, or waiting in
+ * the engine's signal handler while another session rewrites code the
+ * thread may run (src/core/patch.c). Made to call dlopen there, it would
+ * run that code half-written. It is let go and stopped again a moment
+ * later; the wait is bounded, as the engine's is.
+ */
+#define OUTSIDE_TRIES   200
+#define OUTSIDE_WAIT_MS 10
+
+static int attach_outside(struct target *t, const char *agent)
+{
+	for (int i = 0;; i++) {
+		int r = attach(t);
+
+		if (r || !in_file(t, agent, isa_pc(&t->saved)))
+			return r;
+		if ((r = detach(t)))
+			return r;
+		forget_thread(t);
+		if (i == OUTSIDE_TRIES)
+			return fail(t, -EBUSY,
+				    "process %d stays inside nanoprobe's agent (another session "
+				    "patching it?)",
+				    t->pid);
+		nanosleep(&(struct timespec){0, OUTSIDE_WAIT_MS * 1000000L}, NULL);
+	}
+}
+
 int np_inject_check_pid(pid_t pid, char *err, size_t errlen)
 {
 	struct target t = {.pid = pid, .err = err, .errlen = errlen};
@@ -1052,7 +1154,7 @@ int np_inject_agent(pid_t pid, const char *agent_path_in, const char *start_sym,
 	if (!r)
 		r = check_process(&t);
 	if (!r)
-		r = attach(&t);
+		r = attach_outside(&t, path);
 	if (!r)
 		r = find_dl(&t, &dl);
 	if (!r)

@@ -15,7 +15,12 @@
  *                           write lock (parked in a dl_iterate_phdr
  *                           callback), so that a dlopen cannot finish;
  *                           also counts SIGUSR2s (which cut the sleep short)
+ *   inject_target masked    as spin, with a SIGTRAP handler of its own
+ *                           and SIGTRAP blocked: are both still so after?
+ *   inject_target inlib LIB loads LIB (the injection tests' agent) and
+ *                           waits in its np_test_pause until SIGUSR1
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
@@ -148,6 +153,52 @@ static void do_lock(long ms)
 	_exit(0);
 }
 
+static void on_trap(int sig)
+{
+	(void)sig;
+}
+
+static void do_masked(void)
+{
+	struct sigaction sa = {.sa_handler = on_trap}, now;
+	sigset_t trap, mask;
+
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	sigaction(SIGTRAP, &sa, NULL);
+	sigprocmask(SIG_BLOCK, &trap, NULL);
+	do_spin();
+	sigaction(SIGTRAP, NULL, &now);
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	printf("masked: own handler=%d blocked=%d\n", now.sa_handler == on_trap,
+	       sigismember(&mask, SIGTRAP));
+}
+
+#ifndef NP_TARGET_STATIC /* dlopen in a static program: a link warning */
+static volatile int *lib_stop;
+
+static void stop_lib(int sig)
+{
+	(void)sig;
+	*lib_stop = 1;
+}
+
+static void do_inlib(const char *path)
+{
+	struct sigaction sa = {.sa_handler = stop_lib};
+	void *h = dlopen(path, RTLD_NOW);
+	void (*pause_in_lib)(void) = h ? (void (*)(void))dlsym(h, "np_test_pause") : NULL;
+
+	lib_stop = h ? dlsym(h, "np_test_stop") : NULL;
+	if (!pause_in_lib || !lib_stop)
+		abort();
+	sigaction(SIGUSR1, &sa, NULL);
+	ready();
+	pause_in_lib();
+	printf("inlib: waited until SIGUSR1\n");
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -161,8 +212,14 @@ int main(int argc, char **argv)
 		do_spin();
 	else if (!strcmp(mode, "lock"))
 		do_lock(ms);
+	else if (!strcmp(mode, "masked"))
+		do_masked();
+#ifndef NP_TARGET_STATIC
+	else if (!strcmp(mode, "inlib") && argc > 2)
+		do_inlib(argv[2]);
+#endif
 	else {
-		fprintf(stderr, "usage: inject_target sleep MS | read | spin | lock MS\n");
+		fprintf(stderr, "usage: inject_target sleep MS | read | spin | lock MS | masked | inlib LIB\n");
 		return 2;
 	}
 	return 0;
