@@ -684,8 +684,21 @@ static int remove_or_refresh(struct np_site **sites, size_t n)
 	return err;
 }
 
+static bool any_attached(struct np_probe *const *probes, size_t cnt)
+{
+	for (size_t i = 0; i < cnt; i++)
+		if (probes[i] && !probes[i]->detached)
+			return true;
+	return false;
+}
+
 static int detach_all(struct np_probe *const *probes, size_t cnt)
 {
+	/* nothing to do, and nothing may be done: an agent whose session
+	 * failed before any attach removes its (no) probes with an engine
+	 * that was never initialised (its barrier has no page to touch) */
+	if (!any_attached(probes, cnt))
+		return 0;
 	struct np_site **sites = calloc(cnt ? cnt : 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
