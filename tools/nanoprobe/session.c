@@ -99,14 +99,17 @@ static int listen_abstract(char *name, size_t len)
 	return fd;
 }
 
-/* Only the target itself, run by our user, may talk to us. */
+/* Only the target itself may talk to us: the process we injected or
+ * started, run by our user. Root traces any user's process (and a program
+ * it starts may change user before it execs, as setpriv and runuser do):
+ * for root the process is the target whoever runs it. */
 static bool peer_is_target(int fd, pid_t pid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return false;
-	return cred.uid == geteuid() && cred.pid == pid;
+	return cred.pid == pid && (cred.uid == geteuid() || geteuid() == 0);
 }
 
 /* The target's agent connecting; within timeout_ms, or with 0 for as long
