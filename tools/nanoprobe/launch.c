@@ -200,16 +200,82 @@ int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t e
 	return 0;
 }
 
+/*
+ * The injection runs in a child of ours, in a process group of its own
+ * and deaf to the signals that end a command: while the target's thread
+ * runs dlopen for us, only its tracer can put its registers back. Were
+ * this process the tracer, a SIGKILL in those milliseconds (the user's,
+ * the OOM killer's, timeout's) would let the thread go on from inside the
+ * call, to wait forever where the call waited or to return to address 0
+ * and crash. The child finishes the injection whatever becomes of us, and
+ * reports on a pipe.
+ */
+struct inject_report {
+	int rc, ret;
+	char err[512];
+};
+
+static void inject_child(pid_t pid, const char *agent, const char *sock, int fd)
+{
+	static const int deaf[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+				   SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
+	struct inject_report r = {0, 0, ""};
+	setpgid(0, 0);
+	for (size_t i = 0; i < sizeof(deaf) / sizeof(*deaf); i++)
+		signal(deaf[i], SIG_IGN);
+	r.rc = np_inject_agent(pid, agent, NP_AGENT_START_SYM, sock, &r.ret, r.err, sizeof(r.err));
+	if (write(fd, &r, sizeof(r)) < 0) {
+	} /* we are gone: nobody to tell */
+	_exit(0);
+}
+
+static int inject_detached(pid_t pid, const char *agent, const char *sock,
+			   struct inject_report *r)
+{
+	int fds[2], e;
+	if (pipe2(fds, O_CLOEXEC)) {
+		e = errno;
+		snprintf(r->err, sizeof(r->err), "cannot make a pipe: %s", strerror(e));
+		return -e;
+	}
+	pid_t kid = fork();
+	e = errno;
+	if (kid == 0)
+		inject_child(pid, agent, sock, fds[1]);
+	close(fds[1]);
+	ssize_t n = -1;
+	while (kid > 0 && (n = read(fds[0], r, sizeof(*r))) < 0 && errno == EINTR)
+		;
+	close(fds[0]);
+	while (kid > 0 && waitpid(kid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (kid < 0) {
+		snprintf(r->err, sizeof(r->err), "cannot fork: %s", strerror(e));
+		return -e;
+	}
+	if (n != (ssize_t)sizeof(*r)) {
+		snprintf(r->err, sizeof(r->err), "the process injecting the agent died");
+		return -EPIPE;
+	}
+	r->err[sizeof(r->err) - 1] = 0;
+	return r->rc;
+}
+
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 {
 	char agent[PATH_MAX];
-	int ret = 0, rc = launch_agent_path(agent, sizeof(agent), err, errlen);
-	if (!rc)
-		rc = np_inject_agent(pid, agent, NP_AGENT_START_SYM, sock, &ret, err, errlen);
-	if (!rc && ret) {
+	struct inject_report r = {0, 0, ""};
+	int rc = launch_agent_path(agent, sizeof(agent), err, errlen);
+	if (rc)
+		return rc;
+	rc = inject_detached(pid, agent, sock, &r);
+	if (rc)
+		snprintf(err, errlen, "%s", r.err);
+	if (!rc && r.ret) {
 		snprintf(err, errlen, "the agent in process %d could not start: %s%s", (int)pid,
-			 strerror(-ret), ret == -EBUSY ? " (another nanoprobe is tracing it)" : "");
-		rc = ret;
+			 strerror(-r.ret),
+			 r.ret == -EBUSY ? " (another nanoprobe is tracing it)" : "");
+		rc = r.ret;
 	}
 	return rc;
 }
