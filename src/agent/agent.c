@@ -37,7 +37,18 @@
 struct agent np_agent = {.sock = -1, .shm_fd = -1, .wake_fd = -1,
 			 .lock = PTHREAD_MUTEX_INITIALIZER};
 volatile int np_agent_live = 1;
-static int session_running;
+
+/* The one session: none, one with a command, or one being taken down (its
+ * command said DETACH or went away; its probes are being removed). A new
+ * command is refused while one is live, and told to try again while one
+ * ends: that takes a bounded time, and leaves the process as it was. */
+enum { SESSION_IDLE, SESSION_LIVE, SESSION_ENDING };
+static int session_state;
+
+static void set_state(int state)
+{
+	__atomic_store_n(&session_state, state, __ATOMIC_RELEASE);
+}
 
 /* The reason an attach failed: the most severe message since it began
  * (a refusal is INFO when the engine can fall back, and the last word
@@ -195,6 +206,7 @@ static int send_ready(int fd, int pending)
 
 static void session_end(void)
 {
+	set_state(SESSION_ENDING);
 	np_agent_unhook_dlopen();
 	pthread_mutex_lock(&np_agent.lock);
 	np_agent_detach_all(); /* no handler runs after this */
@@ -216,14 +228,35 @@ static void session_end(void)
 	np_agent.nprobes = 0;
 	np_agent.sock = np_agent.shm_fd = np_agent.wake_fd = -1;
 	np_set_log_fn(NULL, NULL);
-	__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+	set_state(SESSION_IDLE);
 }
 
-/* Receive the probes, place those whose modules are mapped, say READY. */
+/* Has the command gone, or asked for the end (anything but the GO that
+ * lets a preloaded program run)? No wait, nothing read. */
+static bool command_done(int fd)
+{
+	struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+	struct np_msg_simple m;
+	if (fd < 0 || poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
+		return true;
+	return recv(fd, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) != sizeof(m) ||
+	       m.type != NP_MSG_GO;
+}
+
+bool np_agent_cancelled(void)
+{
+	return command_done(__atomic_load_n(&np_agent.sock, __ATOMIC_ACQUIRE));
+}
+
+/* Receive the probes, place those whose modules are mapped, say READY.
+ * A command that goes away meanwhile ends the placing early (modules.c):
+ * the session is then over, and its probes come out again. */
 static int session_setup(int fd)
 {
 	struct np_msg_hello h;
-	np_agent.sock = fd;
+	__atomic_store_n(&np_agent.sock, fd, __ATOMIC_RELEASE);
 	np_set_log_fn(capture_log, NULL);
 	int err = receive_probes(fd, &h);
 	if (!err)
@@ -237,6 +270,8 @@ static int session_setup(int fd)
 	pthread_mutex_lock(&np_agent.lock);
 	int pending = np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
+	if (np_agent_cancelled())
+		return -ECANCELED;
 	np_agent_hook_dlopen(); /* without it, later modules are just missed */
 	return send_ready(fd, pending);
 }
@@ -334,7 +369,7 @@ static void *session_thread(void *arg)
 			if (fd >= 0)
 				session_end();
 			else
-				__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+				set_state(SESSION_IDLE);
 			decide_run(-1);
 			return NULL;
 		}
@@ -370,23 +405,31 @@ static void watch_forks(void)
 static bool claim_session(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	int idle = 0;
+	int idle = SESSION_IDLE;
 	pthread_once(&once, watch_forks);
 	return np_agent_live &&
-	       __atomic_compare_exchange_n(&session_running, &idle, 1, false, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
+	       __atomic_compare_exchange_n(&session_state, &idle, SESSION_LIVE, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Taken: by a live command (-EBUSY); or by a session being taken down,
+ * one whose command has gone and that will notice soon, or one still
+ * connecting, whose command may be gone already (-EAGAIN: ask again). */
+static int why_taken(void)
+{
+	if (__atomic_load_n(&session_state, __ATOMIC_ACQUIRE) != SESSION_LIVE ||
+	    __atomic_load_n(&np_agent.sock, __ATOMIC_ACQUIRE) < 0 || np_agent_cancelled())
+		return -EAGAIN;
+	return -EBUSY;
 }
 
 /* Injected: connect and set up on a thread of our own. 0 or -errno. */
 EXPORT int nanoprobe_agent_start(const char *sockname)
 {
-	if (!claim_session())
-		return -EBUSY;
 	np_agent_busy++; /* a borrowed thread: what we call here is ours */
-	int err = start_thread(sockname);
-	if (err) {
-		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
-	}
+	int err = claim_session() ? start_thread(sockname) : why_taken();
+	if (err && err != -EBUSY && err != -EAGAIN)
+		set_state(SESSION_IDLE);
 	np_agent_busy--;
 	return err;
 }
@@ -455,7 +498,7 @@ __attribute__((constructor)) static void agent_preloaded(void)
 	 * places them: pthread_create runs clone3 with every signal blocked,
 	 * and a breakpoint hit there would kill the process. */
 	if (start_thread(name)) {
-		__atomic_store_n(&session_running, 0, __ATOMIC_RELEASE);
+		set_state(SESSION_IDLE);
 	} else {
 		wait_for_run();
 	}

@@ -47,6 +47,10 @@ extern __thread int np_agent_busy __attribute__((tls_model("initial-exec")));
 /* 0 in a forked child: its probes stay, but nothing it records is read. */
 extern volatile int np_agent_live;
 
+/* agent.c: the command has gone or asked for the end of the session;
+ * long work (placing thousands of probes) stops early. */
+bool np_agent_cancelled(void);
+
 /* modules.c: find the modules of pending probes and attach them. */
 int np_agent_attach_pending(void);
 int np_agent_hook_dlopen(void);

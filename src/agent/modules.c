@@ -130,11 +130,17 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 	attached_msg(ap, ap->probe ? 0 : -errno);
 }
 
-/* Every ready probe in one np_probe_attach_many: a command that sends
- * thousands of probes has them placed in one pass of the engine's
- * patching protocol. A probe the batch refused is tried again alone, so
- * that the reason the engine logs is its own. */
-static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
+/* The ready probes in batches of np_probe_attach_many: a command that
+ * sends thousands of probes has them placed in a few passes of the
+ * engine's patching protocol. A probe a batch refused is tried again
+ * alone, so that the reason the engine logs is its own. Between batches
+ * the agent looks at its command: one that has gone (killed, or it gave
+ * up waiting) or said DETACH ends the placing, and the session comes down
+ * in a bounded time instead of after every probe, in a process that may
+ * be loaded and slow. Those not placed stay waiting. */
+#define ATTACH_BATCH 256
+
+static void attach_batch(struct aprobe **ready, const uint64_t *bias, size_t n)
 {
 	struct np_probe_opts *o = calloc(n, sizeof(*o));
 	const struct np_probe_opts **op = calloc(n, sizeof(*op));
@@ -163,6 +169,12 @@ static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
 		attached_msg(ap, 0);
 	}
 	free(o), free(op), free(addrs), free(p);
+}
+
+static void attach_ready(struct aprobe **ready, const uint64_t *bias, size_t n)
+{
+	for (size_t at = 0; at < n && !np_agent_cancelled(); at += ATTACH_BATCH)
+		attach_batch(ready + at, bias + at, n - at < ATTACH_BATCH ? n - at : ATTACH_BATCH);
 }
 
 /* Attach every waiting probe whose module is now mapped. Returns how many

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/proto.h"
@@ -261,6 +262,13 @@ static int inject_detached(pid_t pid, const char *agent, const char *sock,
 	return r->rc;
 }
 
+/* An agent whose last session is coming down (its command killed, or
+ * gone without waiting) says so with EAGAIN: asked again a little later,
+ * for as long as it takes to remove thousands of probes from a loaded
+ * process; each time the target runs free between two attempts. */
+#define ENDING_RETRY_MS 100
+#define ENDING_PATIENCE_MS 30000
+
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 {
 	char agent[PATH_MAX];
@@ -268,13 +276,20 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 	int rc = launch_agent_path(agent, sizeof(agent), err, errlen);
 	if (rc)
 		return rc;
-	rc = inject_detached(pid, agent, sock, &r);
+	for (int waited = 0;; waited += ENDING_RETRY_MS) {
+		rc = inject_detached(pid, agent, sock, &r);
+		if (rc || r.ret != -EAGAIN || waited >= ENDING_PATIENCE_MS)
+			break;
+		nanosleep(&(struct timespec){0, ENDING_RETRY_MS * 1000000L}, NULL);
+	}
 	if (rc)
 		snprintf(err, errlen, "%s", r.err);
 	if (!rc && r.ret) {
 		snprintf(err, errlen, "the agent in process %d could not start: %s%s", (int)pid,
 			 strerror(-r.ret),
-			 r.ret == -EBUSY ? " (another nanoprobe is tracing it)" : "");
+			 r.ret == -EBUSY    ? " (another nanoprobe is tracing it)"
+			 : r.ret == -EAGAIN ? " (its last session is still removing its probes)"
+					    : "");
 		rc = r.ret;
 	}
 	return rc;

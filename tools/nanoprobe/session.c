@@ -132,7 +132,11 @@ static int accept_agent(int lfd, pid_t pid, int timeout_ms, char *err, size_t er
 			return fd;
 		close(fd); /* someone else: ignore */
 	}
-	snprintf(err, errlen, "the agent did not connect within %d s", CONNECT_TIMEOUT_MS / 1000);
+	if (stop_requested)
+		snprintf(err, errlen, "interrupted before the agent connected");
+	else
+		snprintf(err, errlen, "the agent did not connect within %d s",
+			 CONNECT_TIMEOUT_MS / 1000);
 	return -ETIMEDOUT;
 }
 
@@ -182,6 +186,7 @@ struct control {
 	int shm_fd;
 	bool ready, detached, closed;
 	uint32_t pending;
+	uint64_t heard; /* messages received */
 	struct probe_set *set;
 };
 
@@ -230,6 +235,7 @@ static bool read_control(struct control *c)
 	ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
 	if (n <= 0)
 		return !(c->closed = n == 0 || errno != EINTR);
+	c->heard++;
 	if (m.type == NP_MSG_ATTACHED && n == sizeof(m.a)) {
 		note_attached(c, &m.a);
 	} else if (m.type == NP_MSG_READY && n == sizeof(m.s)) {
@@ -250,15 +256,44 @@ static bool wait_control(struct control *c, int ms)
 	return read_control(c);
 }
 
+/* Given up during set-up: the agent is told, and waited for (it stops
+ * placing probes and removes those it placed), so that the process is as
+ * it was when we exit. */
+static void call_off(struct control *c)
+{
+	uint64_t deadline = now_ms() + DETACH_TIMEOUT_MS;
+	send_simple(c->fd, NP_MSG_DETACH);
+	while (!c->detached && !c->closed && now_ms() < deadline)
+		wait_control(c, 100);
+}
+
+/* READY, as long as the agent makes progress: the placing of thousands of
+ * probes in a loaded process is slow but reports each probe; an agent
+ * that says nothing for READY_TIMEOUT_MS is stuck. */
 static int wait_ready(struct control *c, char *err, size_t errlen)
 {
-	uint64_t deadline = now_ms() + READY_TIMEOUT_MS;
-	while (!c->ready && !c->closed && now_ms() < deadline)
+	uint64_t heard = c->heard, deadline = now_ms() + READY_TIMEOUT_MS;
+	while (!c->ready && !c->closed && !stop_requested && now_ms() < deadline) {
 		wait_control(c, 100);
+		if (c->heard != heard)
+			heard = c->heard, deadline = now_ms() + READY_TIMEOUT_MS;
+	}
 	if (c->ready && c->shm_fd >= 0)
 		return 0;
-	snprintf(err, errlen, "%s", c->closed ? "the agent closed the connection during set-up"
-					      : "the agent did not report its probes in time");
+	if (c->closed) {
+		snprintf(err, errlen, "the agent closed the connection during set-up");
+		return -EPROTO;
+	}
+	call_off(c);
+	if (stop_requested)
+		snprintf(err, errlen, "interrupted while the agent placed the probes; %s",
+			 c->detached ? "it removed those it had placed"
+				     : "it was told to remove those it placed");
+	else
+		snprintf(err, errlen, "the agent placed no probe for %d s; %s",
+			 READY_TIMEOUT_MS / 1000,
+			 c->detached ? "it removed those it had placed"
+				     : "it was told to remove those it placed");
 	return -EPROTO;
 }
 
