@@ -20,11 +20,13 @@
 
 #include "agent/proto.h"
 #include "inject.h"
+#include "masks.h"
 
 #define AGENT_NAME "libnanoprobe-agent.so"
 
 static pid_t child = -1;
 static int child_status = -1;
+static struct np_masks masks; /* -p: the threads whose masks we changed */
 
 static bool usable(const char *path)
 {
@@ -284,6 +286,8 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 	}
 	if (rc)
 		snprintf(err, errlen, "%s", r.err);
+	if (!rc && !r.ret)
+		np_masks_unblock(pid, &masks); /* a thread not changed is only at risk */
 	if (!rc && r.ret) {
 		snprintf(err, errlen, "the agent in process %d could not start: %s%s", (int)pid,
 			 strerror(-r.ret),
@@ -293,6 +297,12 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 		rc = r.ret;
 	}
 	return rc;
+}
+
+void launch_inject_done(bool released)
+{
+	if (released)
+		np_masks_restore(&masks);
 }
 
 bool launch_child_exited(pid_t pid)

@@ -17,7 +17,12 @@ bool launch_agent_foreign(const char *agent);
 bool launch_is_static(const char *path);
 /* fork + exec cmd with the agent preloaded and told `sock`. */
 int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen);
+/* Inject the agent into pid, told `sock`; and unblock the engine's
+ * signals in the threads that block them (masks.c) until ... */
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
+/* ... the session is over: blocked again when `released` (no probe is
+ * left in the process), else left unblocked, which is safe. */
+void launch_inject_done(bool released);
 /* The started program has exited (always false for -p). */
 bool launch_child_exited(pid_t pid);
 void launch_kill_child(void);

@@ -38,6 +38,7 @@
 
 static volatile sig_atomic_t stop_requested;
 static bool stopped_by_us; /* -d or a signal ended the session */
+static bool released = true; /* no probe of ours is left in the target */
 static pid_t target_pid;
 
 static void on_stop_signal(int sig)
@@ -464,6 +465,8 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 			rc = run_attached(o, &c, &h, ops, t);
 		if (c.shm_fd >= 0)
 			close(c.shm_fd);
+		/* the agent removed its probes, or never had any */
+		released = c.fd < 0 || c.detached || c.closed;
 		if (c.fd >= 0)
 			close(c.fd);
 		if (rc && n == 0)
@@ -491,6 +494,8 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 		rc = run_sessions(o, lfd, set, ops, t);
 	if (lfd >= 0)
 		close(lfd);
+	if (!o->cmd)
+		launch_inject_done(released);
 	if (rc)
 		totals_free(t); /* the caller frees them only after a session ran */
 	return rc;
