@@ -58,6 +58,8 @@ SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
+SESSION_FAULTS = _path("NP_SESSION_FAULTS", "tests/cli/session_faults")
+INJECT_TARGET = _path("NP_INJECT_TARGET", "tests/cli/inject_target")
 if not os.path.exists(AGENT_HEAP):
     AGENT_HEAP = ""
 
@@ -150,11 +152,13 @@ def finish(p, sig=None, timeout=TIMEOUT):
 
 class Server:
     """tests/cli/progs/server.c started plainly, with pipes: one line in, one
-    answer out."""
+    answer out. `prefix`: a command that execs it (setpriv, to run it as
+    another user)."""
 
-    def __init__(self):
-        self.p = subprocess.Popen([SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=ENV, start_new_session=True)
+    def __init__(self, prefix=()):
+        self.p = subprocess.Popen(list(prefix) + [SERVER], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                                  start_new_session=True)
         self.pid = self.p.pid
         self.buf = b""
         self.out = b""  # everything it printed
@@ -1520,6 +1524,143 @@ def attach_busy_and_malloc():
             server_final(srv, "busy")
     finally:
         srv.kill()
+
+
+def attaches_and_counts(srv, site, label, k=3):
+    """A real session attaches to srv (now: no retry by the test) and
+    counts k calls of handle exactly."""
+    proc, ok = start_attached(site, "count", "-j", "-p", srv.pid, "handle")
+    R.check(ok, f"{label}: a new session attaches", describe(finish(proc)) if not ok else "")
+    if not ok:
+        return
+    n0 = len(srv.inputs)
+    answers = [srv.ask(200 + i) for i in range(k)]
+    R.eq(answers, [f"ok {n0 + i + 1}" for i in range(k)], f"{label}: answers while attached")
+    res = finish(proc, signal.SIGINT)
+    R.eq(res.returncode, 0, f"{label}: the new session exits 0", describe(res))
+    counts, _ = json_counts(res.stdout)
+    R.eq(counts, {"handle": k}, f"{label}: the new session counts exactly {k}", describe(res))
+
+
+@case
+@needs_ptrace
+def a_session_given_up_at_any_step_leaves_the_target_as_it_was():
+    """The command refuses or dies at each step of a -p session (a command
+    of the test's own that stops there, session_faults.c): the agent must
+    end its session by itself, leave the code as the file's, the server
+    unharmed, and take a new session at once. An agent whose command went
+    away before it had placed anything ran the engine's detach
+    uninitialised and killed the process (SIGSEGV in np_barrier_threads),
+    as root attaching to another user's process did every time."""
+    vaddr = nm(SERVER)["handle"][0]
+    for step in ("inject", "accept", "hello", "probes", "go", "ready"):
+        srv = Server()  # each its own: the agent is new to it
+        try:
+            site = Site(srv.pid, SERVER, "handle")
+            p = run([SESSION_FAULTS, step, srv.pid, AGENT, SERVER, hex(vaddr)])
+            R.eq((p.returncode, p.stdout), (0, f"{step}: done\n"),
+                 f"given up at '{step}': the command did its part", describe(p))
+            R.check(site.wait(False, timeout=30),
+                    f"given up at '{step}': handle's code is the file's again")
+            R.check(srv.alive(), f"given up at '{step}': the server is alive",
+                    f"status {srv.p.poll()}")
+            if not srv.alive():
+                continue
+            R.eq([srv.ask(v) for v in (1, 2)], ["ok 1", "ok 2"],
+                 f"given up at '{step}': the server answers")
+            attaches_and_counts(srv, site, f"after '{step}'")
+            server_final(srv, f"given up at '{step}'")
+        finally:
+            srv.kill()
+
+
+def setpriv_nobody():
+    """A prefix that runs a program as nobody, or None when this cannot be
+    tried: root is needed to change user, setpriv and chroot to do it."""
+    tool = shutil.which("setpriv")
+    if os.geteuid() != 0 or not tool or not shutil.which("chroot"):
+        return None
+    return [tool, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@case
+def root_traces_another_users_process():
+    """docs/cli.md: root may trace any process. The command took only an
+    agent of its own uid for the target's and waited 15 s; the agent,
+    refused, ran the engine's detach uninitialised and killed the target."""
+    prefix = setpriv_nobody()
+    if prefix is None:
+        R.skip("root and another user", "needs root, setpriv and chroot")
+        return
+    srv = Server(prefix)
+    try:
+        with open(f"/proc/{srv.pid}/status") as f:
+            uid = re.search(r"^Uid:\s+(\d+)", f.read(), re.M).group(1)
+        R.eq(uid, "65534", "the server runs as nobody")
+        site = Site(srv.pid, SERVER, "handle")
+        attaches_and_counts(srv, site, "root -p a process of nobody's", k=4)
+        server_goes_on(srv, site, "root -p a process of nobody's")
+        server_final(srv, "root -p a process of nobody's")
+    finally:
+        srv.kill()
+    # A program started with -- that becomes another user and execs (the
+    # same process: the agent connects again from the new image). chroot
+    # --userspec sets the group, then the user, in every thread (glibc
+    # sends its setxid signal to the agent's thread too); setpriv --reuid
+    # --regid cannot be used here: it keeps its capabilities across the
+    # first change in its own thread only, and glibc aborts when the
+    # second one fails in the agent's (docs/cli.md).
+    inputs = [3, 4, 5]
+    chroot = shutil.which("chroot")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "counts.json")
+        p = run([NANOPROBE, "count", "-j", "-o", out, f"{SERVER}:handle", "--", chroot,
+                 "--userspec=65534:65534", "/", SERVER], input="".join(f"{v}\n" for v in inputs))
+        text = open(out).read() if os.path.exists(out) else ""
+    R.eq(p.returncode, 0, "-- chroot --userspec nobody server: exit 0", describe(p))
+    R.eq(p.stdout, unprobed_server_output(inputs), "-- chroot --userspec nobody server: its output",
+         describe(p))
+    counts, _ = json_counts(text)
+    R.eq(counts, {"handle": len(inputs)},
+         "-- chroot --userspec nobody server: handle counted exactly", describe(p, text))
+
+
+@case
+@needs_ptrace
+def command_killed_while_injecting_leaves_the_target_as_it_was():
+    """SIGKILL to the command while the target's thread runs dlopen for it:
+    the tracer is gone, and the thread used to go on from inside the call.
+    Here the call cannot finish (another thread of the target holds the
+    loader's lock), so the thread waited there forever and the target
+    never printed its result. The injection now runs in a child of the
+    command that outlives it: the call is abandoned after its time-out and
+    the thread's registers put back, and the target ends as a plain run."""
+    ms = 8000
+    want = run([INJECT_TARGET, "lock", ms]).stdout
+    tgt = subprocess.Popen([INJECT_TARGET, "lock", str(ms)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+    try:
+        R.eq(tgt.stdout.readline(), "ready\n", "the target is ready")
+        proc = start_np("count", "-p", tgt.pid, "do_sleep")
+        traced = False
+        deadline = time.monotonic() + TIMEOUT
+        while not traced and time.monotonic() < deadline and proc.poll() is None:
+            with open(f"/proc/{tgt.pid}/status") as f:
+                traced = re.search(r"^TracerPid:\s+([1-9]\d*)", f.read(), re.M) is not None
+            time.sleep(0.001)
+        R.check(traced, "the target is traced: the injection is under way")
+        proc.kill()
+        finish(proc)
+        try:
+            out, _ = tgt.communicate(timeout=ms / 1000 + TIMEOUT)
+        except subprocess.TimeoutExpired:
+            out = "[test: the target never finished]"
+        R.eq(out, want[len("ready\n"):], "the target's output is that of a plain run")
+        R.eq(tgt.returncode, 0, "the target exits 0")
+    finally:
+        if tgt.poll() is None:
+            tgt.kill()
+            tgt.wait()
 
 
 # --------------------------------------------------------------------------
