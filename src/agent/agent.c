@@ -219,6 +219,13 @@ static void session_end(void)
 		munmap(shm, np_agent.shm_size);
 	if (np_agent.shm_fd >= 0)
 		close(np_agent.shm_fd);
+	/* read what the command said and we did not (a DETACH that ended the
+	 * placing of probes): a Unix socket closed with unread data resets
+	 * the connection, and the command would get ECONNRESET instead of
+	 * the DETACHED just sent */
+	for (struct np_msg_simple rest;
+	     recv(np_agent.sock, &rest, sizeof(rest), MSG_DONTWAIT) > 0;)
+		;
 	close(np_agent.sock);
 	if (np_agent.wake_fd >= 0)
 		close(np_agent.wake_fd);
