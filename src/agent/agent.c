@@ -44,6 +44,7 @@ volatile int np_agent_live = 1;
  * ends: that takes a bounded time, and leaves the process as it was. */
 enum { SESSION_IDLE, SESSION_LIVE, SESSION_ENDING };
 static int session_state;
+static bool injected; /* by nanoprobe_agent_start, not preloaded */
 
 static void set_state(int state)
 {
@@ -211,6 +212,7 @@ static void session_end(void)
 	pthread_mutex_lock(&np_agent.lock);
 	np_agent_detach_all(); /* no handler runs after this */
 	pthread_mutex_unlock(&np_agent.lock);
+	np_agent_unguard_masks();
 	struct np_msg_simple m = {.type = NP_MSG_DETACHED};
 	send(np_agent.sock, &m, sizeof(m), MSG_NOSIGNAL);
 	struct np_shm_header *shm = np_agent.shm;
@@ -370,13 +372,21 @@ static void *session_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	np_agent_busy = 1; /* for its whole life */
 	const char *name = arg;
+	/* Injected: the guard on the mask calls before the command sees us
+	 * connect, and unblocks the engine's signals in the threads that
+	 * block them: a thread made in between would keep them blocked
+	 * (maskguard.c, tools/nanoprobe/masks.c). */
+	if (name && injected)
+		np_agent_guard_masks();
 	if (name) {
 		int fd = connect_to(name);
 		if (fd < 0 || session_setup(fd)) {
-			if (fd >= 0)
+			if (fd >= 0) {
 				session_end();
-			else
+			} else {
+				np_agent_unguard_masks();
 				set_state(SESSION_IDLE);
+			}
 			decide_run(-1);
 			return NULL;
 		}
@@ -434,6 +444,7 @@ static int why_taken(void)
 EXPORT int nanoprobe_agent_start(const char *sockname)
 {
 	np_agent_busy++; /* a borrowed thread: what we call here is ours */
+	injected = true;
 	int err = claim_session() ? start_thread(sockname) : why_taken();
 	if (err && err != -EBUSY && err != -EAGAIN)
 		set_state(SESSION_IDLE);

@@ -61,6 +61,11 @@ void np_agent_detach_all(void);
  * shared memory's table. */
 void np_agent_publish_missed(void);
 
+/* maskguard.c: while an injected agent's session runs, the program's
+ * sigprocmask and pthread_sigmask do not block the engine's signals. */
+void np_agent_guard_masks(void);
+void np_agent_unguard_masks(void);
+
 /* handlers.c */
 void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
 /* The calling thread's ring in the current session, claimed on its first

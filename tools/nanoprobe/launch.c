@@ -286,8 +286,6 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 	}
 	if (rc)
 		snprintf(err, errlen, "%s", r.err);
-	if (!rc && !r.ret)
-		np_masks_unblock(pid, &masks); /* a thread not changed is only at risk */
 	if (!rc && r.ret) {
 		snprintf(err, errlen, "the agent in process %d could not start: %s%s", (int)pid,
 			 strerror(-r.ret),
@@ -297,6 +295,11 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 		rc = r.ret;
 	}
 	return rc;
+}
+
+void launch_inject_connected(pid_t pid)
+{
+	np_masks_unblock(pid, &masks); /* a thread not changed is only at risk */
 }
 
 void launch_inject_done(bool released)

@@ -17,11 +17,13 @@ bool launch_agent_foreign(const char *agent);
 bool launch_is_static(const char *path);
 /* fork + exec cmd with the agent preloaded and told `sock`. */
 int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen);
-/* Inject the agent into pid, told `sock`; and unblock the engine's
- * signals in the threads that block them (masks.c) until ... */
+/* Inject the agent into pid, told `sock`. */
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
-/* ... the session is over: blocked again when `released` (no probe is
- * left in the process), else left unblocked, which is safe. */
+/* Its agent connected (its guard on the mask calls is in place): the
+ * engine's signals are unblocked in the threads that block them
+ * (masks.c) until the session is over. Then blocked again when
+ * `released` (no probe is left in the process), else left so. */
+void launch_inject_connected(pid_t pid);
 void launch_inject_done(bool released);
 /* The started program has exited (always false for -p). */
 bool launch_child_exited(pid_t pid);

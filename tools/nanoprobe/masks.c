@@ -17,16 +17,19 @@
  * that exist.
  *
  * So before a -p session the command, which may ptrace the process,
- * unblocks those signals in each thread that blocks one (PTRACE_SETSIGMASK,
+ * unblocks those signals, and the engine's stop signal, in each thread
+ * that blocks one (PTRACE_SETSIGMASK,
  * the thread stopped for a moment), and after the session blocks them
- * again in each thread whose mask is still the one it left. A thread
+ * again in each thread whose mask is still the one it left (or one such
+ * a thread passed on to a thread it created meanwhile). A thread
  * stopped in a system call goes back into it: the kernel restarts the call
  * after a ptrace stop, as for a debugger's attach. A signal that arrives
  * while the thread is stopped is delivered at the detach.
  *
  * Not covered: a thread the program creates during the session with these
  * signals blocked, and a mask the program sets again meanwhile; a
- * command killed during the session leaves them unblocked (the safe way).
+ * command killed during the session leaves them unblocked (the safe way;
+ * a later session does not know what they were).
  */
 #include "masks.h"
 
@@ -50,9 +53,13 @@ static uint64_t bit(int sig)
 	return 1ull << (sig - 1);
 }
 
+/* SIGTRAP, SIGSEGV, SIGBUS, and the signal the engine stops threads with
+ * (src/core/patch.c: SIGRTMAX - 3, unless NANOPROBE_SIGNAL said another
+ * in the program's environment): a running thread that blocks it cannot
+ * answer, and every other thread waited, stopped, for 2 s. */
 uint64_t np_masks_engine(void)
 {
-	return bit(SIGTRAP) | bit(SIGSEGV) | bit(SIGBUS);
+	return bit(SIGTRAP) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGRTMAX - 3);
 }
 
 /* SigBlk of a thread from /proc, 0 if it cannot be read (gone). */
@@ -174,11 +181,32 @@ int np_masks_unblock(pid_t pid, struct np_masks *m)
 	return err ? err : changed;
 }
 
+/* The change whose mask a thread has now, if any: one we made, or one a
+ * thread we changed passed on to a thread it created meanwhile (jemalloc
+ * makes its background threads from one of them, with its mask). */
+static struct np_mask_change *ours(const struct np_masks *m, uint64_t now)
+{
+	for (size_t i = 0; now && i < m->n; i++)
+		if (m->v[i].set == now)
+			return &m->v[i];
+	return NULL;
+}
+
 void np_masks_restore(struct np_masks *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (blocked(m->pid, m->v[i].tid) == m->v[i].set) /* still ours (0: gone) */
-			while_stopped(m->v[i].tid, block_again, &m->v[i]);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)m->pid);
+	DIR *d = m->n ? opendir(path) : NULL;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		struct np_mask_change *c = tid > 0 ? ours(m, blocked(m->pid, tid)) : NULL;
+		if (c) {
+			struct np_mask_change mine = {tid, c->was, c->set};
+			while_stopped(tid, block_again, &mine);
+		}
+	}
+	if (d)
+		closedir(d);
 	free(m->v);
 	*m = (struct np_masks){m->pid, 0, 0, NULL};
 }

@@ -21,12 +21,13 @@ struct np_masks {
 	struct np_mask_change *v;
 };
 
-/* The signals a breakpoint or the engine's fault-safe reads raise. */
+/* The signals a breakpoint or the engine's fault-safe reads raise, and
+ * the one it stops threads with. */
 uint64_t np_masks_engine(void);
 /* In every thread of pid that blocks one of them, unblock them. The
  * number of threads changed, or -errno (those changed so far are in *m). */
 int np_masks_unblock(pid_t pid, struct np_masks *m);
-/* Block them again in each thread whose mask is still the one we set;
- * then forget them. */
+/* Block them again in each thread whose mask is still one we set (or
+ * was inherited from one we set); then forget them. */
 void np_masks_restore(struct np_masks *m);
 #endif

@@ -455,6 +455,8 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 		forget_comms(); /* a new image may have renamed its threads */
 		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
 					     sizeof(err));
+		if (rc >= 0 && !o->cmd)
+			launch_inject_connected(target_pid);
 		if (rc >= 0)
 			rc = handshake(o, &c, &h, ops, n == 0, err, sizeof(err));
 		if (rc && n == 0 && o->cmd)
