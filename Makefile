@@ -9,6 +9,8 @@ DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 libbpf-dev \
             coreutils grep gzip sqlite3
 # nanoprobe run's differential suite runs bpftrace itself (tests/cli/test_scripts.py)
 DEB_PKGS += bpftrace
+# a busy server for -p sessions (tests/cli/test_busy_server.py)
+DEB_PKGS += redis-server redis-tools
 # arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
 DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
 # riscv64 (issue 7): cross binutils/gcc for the unit vectors and the analyze
