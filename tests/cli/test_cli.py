@@ -59,6 +59,7 @@ PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
 SESSION_FAULTS = _path("NP_SESSION_FAULTS", "tests/cli/session_faults")
+DEAF_THREADS = _path("NP_PROG_DEAF_THREADS", "tests/cli/deaf_threads")
 INJECT_TARGET = _path("NP_INJECT_TARGET", "tests/cli/inject_target")
 if not os.path.exists(AGENT_HEAP):
     AGENT_HEAP = ""
@@ -155,8 +156,8 @@ class Server:
     answer out. `prefix`: a command that execs it (setpriv, to run it as
     another user)."""
 
-    def __init__(self, prefix=()):
-        self.p = subprocess.Popen(list(prefix) + [SERVER], stdin=subprocess.PIPE,
+    def __init__(self, prefix=(), prog=SERVER):
+        self.p = subprocess.Popen(list(prefix) + [prog], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
                                   start_new_session=True)
         self.pid = self.p.pid
@@ -1572,6 +1573,62 @@ def a_session_given_up_at_any_step_leaves_the_target_as_it_was():
             server_final(srv, f"given up at '{step}'")
         finally:
             srv.kill()
+
+
+def signal_masks(pid):
+    """{tid: SigBlk as an int} of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                out[int(tid)] = int(re.search(r"^SigBlk:\s+(\w+)", f.read(), re.M).group(1), 16)
+        except (OSError, AttributeError):
+            pass
+    return out
+
+
+@case
+@needs_ptrace
+def threads_that_block_every_signal_live_through_a_trap_session():
+    """A breakpoint met by a thread that blocks SIGTRAP is fatal: the kernel
+    resets the handler and forces the signal on. A preloaded agent keeps
+    the program from blocking it; an injected one comes too late. For a
+    -p session the command unblocks the engine's signals in the threads
+    that block them and blocks them again after, and the agent keeps a
+    thread made during the session from blocking them. Here every call
+    of work() is a breakpoint (--strategy trap), in a worker made at start
+    with every signal blocked and in a thread made during the session the
+    same way: the process died of SIGTRAP at the first before."""
+    inputs = ["w 5", "t 7", "w 9"]
+    want = run([DEAF_THREADS], input="".join(f"{v}\n" for v in inputs)).stdout
+    srv = Server(prog=DEAF_THREADS)
+    try:
+        site = Site(srv.pid, DEAF_THREADS, "work")
+        before = signal_masks(srv.pid)
+        R.check(len(before) == 2 and all(m & (1 << (signal.SIGTRAP - 1)) for tid, m in
+                                         before.items() if tid != srv.pid),
+                "its worker blocks SIGTRAP", before)
+        proc, ok = start_attached(site, "count", "-j", "--strategy", "trap", "-p", srv.pid,
+                                  "work")
+        R.check(ok, "the session sets up", describe(finish(proc)) if not ok else "")
+        answers = [srv.ask(v) for v in inputs[:2]]
+        res = finish(proc, signal.SIGINT)
+        R.eq(answers, ["ok 37", "ok 51"], "the worker and a thread made meanwhile answer",
+             describe(res, f"server status: {srv.p.poll()}"))
+        counts, _ = json_counts(res.stdout)
+        R.eq(counts, {"work": 2}, "both calls counted", describe(res))
+        after = signal_masks(srv.pid) if srv.alive() else {}
+        R.eq({t: m for t, m in after.items() if t in before}, before,
+             "the threads' masks are as they were")
+        new = [m for t, m in after.items() if t not in before]
+        worker = [m for t, m in before.items() if t != srv.pid]
+        R.eq(new, worker, "the thread made during the session has the mask it asked for "
+             "(every signal), as the worker")
+        R.eq(srv.ask(inputs[2]), "ok 65", "the worker answers after the session")
+        rc, out = srv.close()
+        R.eq((rc, out), (0, want), "the program ends as a plain run")
+    finally:
+        srv.kill()
 
 
 def setpriv_nobody():
