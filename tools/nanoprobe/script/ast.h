@@ -129,7 +129,7 @@ struct program {
  *   the source line
  *           ~~~~ */
 void script_error(const struct program *p, struct loc at, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4), nonnull(3)));
 extern FILE *script_err_stream; /* stderr unless a test swaps it */
 
 void *ast_alloc(struct program *p, size_t n);
