@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ipa-ra-prog [SCALE]: runs every workload (ipa_ra.h) and prints their
- * results, for the command to probe (tests/reliability/ipa_ra.py).
+ * ipa-callers-prog [SCALE]: runs every workload (ipa_callers.h) and prints
+ * their results, for the command to probe (tests/reliability/ipa_callers.py).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 
 int main(int argc, char **argv)
 {

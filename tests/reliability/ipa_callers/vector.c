@@ -7,7 +7,7 @@
  * one function takes and returns doubles: a probe must leave its argument
  * and return registers alone as well.
  */
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 
 #define NOIPA_CALLEE __attribute__((noinline, noclone))
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The -fipa-ra workloads (ipa_ra.h) with every function's entry and
+ * The -fipa-ra workloads (ipa_callers.h) with every function's entry and
  * return probed through the API, in this process: each result must be the
  * one an unprobed run gave. Under AUTO and forced TRAP, with counting
  * handlers (proven vector-free: no vector save), with handlers that call
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "e2e/e2e.h"
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 #include "test.h"
 
 #define SCALE 3

@@ -9,7 +9,7 @@ the program: `for (i = 0; i < n; i++) s += h(i);` hung with n in rcx once
 h had a return probe, and bash crashed in glibc's regcomp.c under
 `nanoprobe latency 'c:*'`.
 
-1. The program (ipa_ra/main.c, built at -O2) is checked to be such a
+1. The program (ipa_callers/main.c, built at -O2) is checked to be such a
    program: its disassembly has calls to its own functions after which a
    caller-saved general register (rcx, rsi, rdi, r8-r11) and a vector
    register (xmm2-xmm15) are read before anything writes them.
@@ -39,7 +39,7 @@ from tap import Results  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NANOPROBE = os.path.abspath(os.environ.get("NP_CLI") or
                             os.path.join(ROOT, "build/tools/nanoprobe/nanoprobe"))
-SCALE = 10      # h is called 1000 * SCALE times (ipa_ra/loop.c)
+SCALE = 10      # h is called 1000 * SCALE times (ipa_callers/loop.c)
 TIMEOUT = 60      # seconds per run: a few here
 ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "NANOPROBE_AGENT")}
 ENV.update({"LC_ALL": "C", "DEBUGINFOD_URLS": ""})

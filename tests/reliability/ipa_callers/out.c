@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 
 void ipa_printf(struct ipa_out *o, const char *fmt, ...)
 {

@@ -10,8 +10,8 @@
  * Each workload writes its results as text into out (deterministic: no
  * addresses, no time) and lists the functions to probe, itself first.
  */
-#ifndef NP_IPA_RA_H
-#define NP_IPA_RA_H
+#ifndef NP_IPA_CALLERS_H
+#define NP_IPA_CALLERS_H
 
 #include <stddef.h>
 

@@ -5,7 +5,7 @@
  * neither; and a second loop that walks an array through a pointer kept
  * across calls to two functions.
  */
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 
 #define NOIPA_CALLEE __attribute__((noinline, noclone))
 

@@ -5,7 +5,7 @@
  * so GCC keeps some in r8-r11, rdi and rsi (x86-64) or x9-x15 (arm64)
  * across the calls, wherever the callee leaves them alone.
  */
-#include "ipa_ra.h"
+#include "ipa_callers.h"
 
 #define NOIPA_CALLEE __attribute__((noinline, noclone))
 
