@@ -57,8 +57,9 @@ enum np_probe_flags {
 	 * return value's register, pc and sp (as BPF trampolines allow): the
 	 * trampoline then saves only the caller-saved registers, the cheapest
 	 * JUMP probe there is. The other registers read as 0 in ctx and cannot be
-	 * written. In a return handler, the registers the ABI makes dead at a
-	 * return (caller-saved other than the return registers) read as 0. */
+	 * written. (A return handler sees every register the function
+	 * returned with but, on x86-64, r12-r15, which read as 0: the return
+	 * path keeps them without saving them.) */
 	NP_PROBE_ARGS_ONLY = 1u << 1,
 };
 

@@ -353,7 +353,8 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
 	*ret = NULL;
 	switch (ap->m.action) {
 	case NP_ACT_COUNT:
-		*entry = on_count;
+		/* f%return counts returns, on the return path it names */
+		*(ap->m.is_return ? ret : entry) = on_count;
 		break;
 	case NP_ACT_EVENT:
 		*entry = ap->m.is_return ? on_call_start : on_event;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 pthread_mutex_t np_engine_lock = PTHREAD_MUTEX_INITIALIZER;
 const struct np_isa *np_host_isa = &NP_HOST_ISA;
@@ -366,6 +367,13 @@ static int check_return_site(const struct np_site *s, const struct np_probe *p)
 		np_logf(NP_LOG_ERROR, "probe '%s': a return probe must sit at a function entry",
 			p->name);
 		return -EINVAL;
+	}
+	/* the kernel jumps to it: the word a return probe would take for the
+	 * return address is argc (x86-64) */
+	if (s->addr == getauxval(AT_ENTRY)) {
+		np_logf(NP_LOG_ERROR, "probe '%s': the program's entry point is not called: "
+				      "it has no return address to replace", p->name);
+		return -EOPNOTSUPP;
 	}
 	if (np_symbol_returns_twice(s->addr)) {
 		np_logf(NP_LOG_ERROR, "probe '%s': the function returns twice (setjmp, vfork): "

@@ -601,6 +601,16 @@ def count_output_file_status_and_probe_names():
                    f"work+0x{off:x}": (n, True, 0)},
              "count -j: 'probe' names each probe; placed; nothing missed", describe(p))
 
+    # %return counts returns, not calls: exit() is called and never returns
+    # (it was counted at the entry, so that the differential runs' "every
+    # return" placed no return probe at all)
+    p = np("count", "-j", "c:exit", "c:exit%return", "--", COUNTER, "1")
+    objs, _ = parse_json_lines(p.stdout)
+    rows = [o for o in objs if isinstance(o, dict) and "counts" in o][-1:] or [{}]
+    got = {r["probe"]: (r["count"], r["placed"]) for r in rows[0].get("counts", [])}
+    R.eq(got, {"exit": (1, True), "exit%return": (0, True)},
+         "count 'f%return' counts returns: exit() returns none", describe(p))
+
 
 @case
 def trap_on_every_libc_function():

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1153,6 +1154,22 @@ TEST(return_probes_on_setjmp_and_vfork_are_refused_with_the_reason)
 		if (p)
 			CHECK_EQ(e2e_detach_free(p), 0);
 	}
+}
+
+/* _start is jumped to, not called: on x86-64 a return probe there took
+ * argc for the return address and replaced it (python3 then failed to
+ * allocate its argv, under `count '*%return'`). */
+TEST(a_return_probe_on_the_program_entry_point_is_refused_with_the_reason)
+{
+	void *start = (void *)getauxval(AT_ENTRY);
+	struct np_probe_opts o = e2e_opts(NULL, NULL, NP_STRATEGY_AUTO);
+
+	e2e_log_capture();
+	o.on_return = nop_handler;
+	errno = 0;
+	CHECK(np_probe_attach(start, &o) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(strstr(e2e_log_state.last, "entry point is not called") != NULL);
 }
 
 #if defined(__x86_64__)

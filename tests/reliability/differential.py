@@ -17,7 +17,10 @@ difference.
 
 The runs are made without address-space randomisation, so that programs
 whose work depends on addresses (hash tables keyed by pointers) do the
-same work every time. A probe whose count still differs between two TRAP
+same work every time, and in an empty directory of their own that nothing
+changes: `python3 -c` searches its working directory for every module it
+imports (sys.path[0]), so a file appearing there between two runs (a
+count file, another test's output) changed its counts (issue 17 item 7). A probe whose count still differs between two TRAP
 runs of the same program is left out of the comparison and reported, and
 so is one whose count follows the length of /proc/self/maps in a program
 that reads it (MAPS_LINE_FUNCTIONS): trampolines are mappings.
@@ -232,12 +235,15 @@ def no_aslr():
     libc.personality(0x0040000)  # ADDR_NO_RANDOMIZE
 
 
+RUN_DIR = None  # the runs' working directory: empty, never written (main)
+
+
 def run(argv, stdin=None, env=ENV):
     """In a session of its own: on a timeout the program nanoprobe started
     (qemu, under another ISA) goes too, not only nanoprobe."""
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=env, preexec_fn=no_aslr,
-                         start_new_session=True)
+                         start_new_session=True, cwd=RUN_DIR)
     try:
         out, err = p.communicate(stdin, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -481,13 +487,19 @@ def run_program(name, argv, stdin, extra, tmp):
 
 
 def main():
+    global RUN_DIR
     if not os.access(NANOPROBE, os.X_OK):
         print(f"nanoprobe not found at {NANOPROBE}", file=sys.stderr)
         return 2
     wanted = sys.argv[1:]
     started, totals = time.monotonic(), {"a": [0] * 4, "b": [0] * 4}
     with tempfile.TemporaryDirectory(prefix="np-diff-") as tmp:
+        RUN_DIR = os.path.join(tmp, "cwd")
+        os.mkdir(RUN_DIR)
         inputs = make_inputs(tmp)
+        where = run(["pwd"])
+        R.eq(where.stdout.decode().strip(), RUN_DIR,
+             "the programs run in an empty directory of their own")
         for name, (argv, stdin, extra) in programs(inputs).items():
             if wanted and name not in wanted:
                 continue

@@ -28,6 +28,7 @@ TPL(np_x86_xrstor);
 TPL(np_x86_fxsave);
 TPL(np_x86_fxrstor);
 TPL(np_x86_ret_tramp_fpu);
+TPL(np_x86_ret_tramp_fx);
 TPL(np_x86_ret_call);
 TPL(np_x86_ret_save);
 TPL(np_x86_ret_enter);
@@ -60,6 +61,7 @@ extern const uint8_t np_x86_ret_enter_slow[], np_x86_ret_enter_done_rel[];
 extern const uint8_t np_x86_ret_handler_data[], np_x86_ret_handler_fn[];
 extern const uint8_t np_x86_redirect_noflags[];
 extern const uint8_t np_x86_ret_tramp_fn_imm[], np_x86_ret_tramp_fpu_fn_imm[];
+extern const uint8_t np_x86_ret_tramp_fx_fn_imm[];
 extern const uint8_t np_x86_ret_tramp_fpu_size[];
 extern const uint8_t np_x86_xsave_size[], np_x86_xsave_mask[], np_x86_xsavec_size[];
 extern const uint8_t np_x86_xsavec_mask[], np_x86_xrstor_mask[];
@@ -407,7 +409,7 @@ uint64_t np_host_ret_key(const struct np_ctx *ctx)
 
 uint64_t np_host_ret_trampoline(bool fpu)
 {
-	return fpu && ret_tramp_fpu ? ret_tramp_fpu : ret_tramp;
+	return fpu ? ret_tramp_fpu : ret_tramp;
 }
 
 void np_host_return_now(struct np_ctx *ctx, uint64_t value)
@@ -477,12 +479,16 @@ int np_host_init(void)
 	uint64_t at = install_routine(np_x86_redirect_begin, np_x86_redirect_end, NULL, 0, NULL);
 	ret_tramp = install_routine(np_x86_ret_tramp_begin, np_x86_ret_tramp_end,
 				    np_x86_ret_tramp_fn_imm, (uint64_t)&np__ret_dispatch, NULL);
-	if (xsave_size) /* without XSAVE, return handlers get the lean trampoline */
+	if (xsave_size)
 		ret_tramp_fpu = install_routine(
 			np_x86_ret_tramp_fpu_begin, np_x86_ret_tramp_fpu_end,
 			np_x86_ret_tramp_fpu_fn_imm, (uint64_t)&np__ret_dispatch,
 			np_x86_ret_tramp_fpu_size);
-	if (!at || !ret_tramp)
+	else
+		ret_tramp_fpu = install_routine(np_x86_ret_tramp_fx_begin, np_x86_ret_tramp_fx_end,
+						np_x86_ret_tramp_fx_fn_imm,
+						(uint64_t)&np__ret_dispatch, NULL);
+	if (!at || !ret_tramp || !ret_tramp_fpu)
 		return -ENOMEM;
 	np_x86_redirect_ptr = at;
 	np_x86_redirect_nf_ptr = at + (uint64_t)(np_x86_redirect_noflags - np_x86_redirect_begin);
@@ -493,7 +499,7 @@ int np_host_init(void)
 bool np_host_reg_captured(uint32_t kind, int reg)
 {
 	static const uint32_t args = 0x0fdf; /* rax rcx rdx rbx rsp rsi rdi r8-r11 */
-	static const uint32_t ret = 0x003d;  /* rax rdx rbx rsp rbp */
+	static const uint32_t ret = 0x0fff;  /* all but r12-r15, which C preserves */
 	if (kind & NP_CTX_CAPTURE_ARGS)
 		return reg < 16 && ((args >> reg) & 1);
 	if (kind & NP_CTX_CAPTURE_RET)

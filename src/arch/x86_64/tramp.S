@@ -296,21 +296,37 @@ TEMPLATE(np_x86_ret_call)
 END(np_x86_ret_call)
 
 /* The return point: rsp is the entry rsp + 8, as the caller expects after
- * its call. Live: rax, rdx (xmm0, xmm1: handlers that may touch them get
- * the vector save) and the callee-saved registers. ctx is built as the
- * shared return trampoline builds it; ctx.flags, at the entry rsp, is the
- * word the final `ret` takes. */
-TEMPLATE(np_x86_ret_save)
-	lea -224(%rsp), %rsp		/* flags, pc, gpr[16..31], r15..rsi: dead */
-	push %rbp
-	lea -8(%rsp), %rsp		/* rsp */
-	push %rbx
-	push %rdx
-	lea -8(%rsp), %rsp		/* rcx: dead */
-	push %rax
-	lea -16(%rsp), %rsp
-	lea 288(%rsp), %rax
+ * its call. Every register the function left is kept for the caller, not
+ * only the ABI's return registers: GCC's -fipa-ra lets a caller keep
+ * values in rcx, rsi, rdi, r8-r11 (and vector registers) across a call to
+ * a function it knows does not write them. So ctx gets every general
+ * register C code may clobber; r12-r15 stay out, C preserves them (rbp
+ * goes in for handlers that read the frame pointer). The vector registers
+ * are saved for handlers that may touch them; the C slow path has no
+ * vector code (built -mgeneral-regs-only). ctx is built as the shared
+ * return trampoline builds it; ctx.flags, at the entry rsp, is the word
+ * the final `ret` takes. */
+#define RET_SAVE_GPRS \
+	lea -176(%rsp), %rsp;		/* flags, pc, gpr[16..31], r15..r12 */ \
+	push %r11; push %r10; push %r9; push %r8; \
+	push %rdi; push %rsi; push %rbp; \
+	lea -8(%rsp), %rsp;		/* rsp */ \
+	push %rbx; push %rdx; push %rcx; push %rax; \
+	lea -16(%rsp), %rsp; \
+	lea 288(%rsp), %rax; \
 	mov %rax, 48(%rsp)
+
+/* rsp = ctx: every register RET_SAVE_GPRS saved, from ctx (a handler may
+ * have set some, rax for one), rsp left pointing at ctx. Every load is at
+ * or above rsp: below it a signal frame may land. */
+#define RET_LOAD_GPRS \
+	mov 16(%rsp), %rax; mov 24(%rsp), %rcx; mov 32(%rsp), %rdx; \
+	mov 40(%rsp), %rbx; mov 56(%rsp), %rbp; mov 64(%rsp), %rsi; \
+	mov 72(%rsp), %rdi; mov 80(%rsp), %r8; mov 88(%rsp), %r9; \
+	mov 96(%rsp), %r10; mov 104(%rsp), %r11
+
+TEMPLATE(np_x86_ret_save)
+	RET_SAVE_GPRS
 	SLOT(np_x86_ret_save_site)
 	mov %rax, (%rsp)
 	movq $0x201, 8(%rsp)		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */
@@ -349,15 +365,9 @@ np_x86_ret_enter_site: .quad 0
 	movq $0, F_DATA(%rdx)
 	jmp 2f
 0:	movq $0, (%rax)
-1:	lea -32(%rsp), %rsp		/* C code may use xmm0/xmm1 */
-	movaps %xmm0, 0(%rsp)
-	movaps %xmm1, 16(%rsp)
-	mov %rbx, %rdi
+1:	mov %rbx, %rdi
 	SLOT(np_x86_ret_enter_slow)
 	call *%rax
-	movaps 0(%rsp), %xmm0
-	movaps 16(%rsp), %xmm1
-	lea 32(%rsp), %rsp
 	mov 272(%rbx), %rax
 	mov %rax, 280(%rbx)
 	.byte 0xe9			/* jmp past the handler calls */
@@ -374,16 +384,12 @@ np_x86_ret_handler_data: .quad 0
 	call *%rax
 END(np_x86_ret_handler)
 
-/* Return values from ctx (a handler may have set rax), then a ret to the
- * caller: the return stack buffer predicts it. Every load before rsp goes
- * above ctx: below rsp, a signal frame may land on it (rcx is dead). */
+/* Every saved register from ctx, then a ret to the caller: the return
+ * stack buffer predicts it. */
 TEMPLATE(np_x86_ret_restore)
-	mov 16(%rbx), %rax
-	mov 32(%rbx), %rdx
-	mov 56(%rbx), %rbp
-	mov %rbx, %rcx
-	mov 40(%rcx), %rbx
-	lea 280(%rcx), %rsp
+	mov %rbx, %rsp
+	RET_LOAD_GPRS
+	lea 280(%rsp), %rsp
 	ret
 END(np_x86_ret_restore)
 
@@ -463,22 +469,12 @@ np_x86_redirect_noflags:		/* entry point where rflags are dead */
 	ret $128
 END(np_x86_redirect)
 
-/* A probed function returns here instead of to its caller. Only rax, rdx,
- * xmm0 and xmm1 (the return registers) are live, and the callee-saved ones,
- * which the C code we call preserves by itself; the other caller-saved
- * registers are dead at a return and left out of ctx. np__ret_dispatch
- * puts the real return address in regs.pc. */
-/* The two return trampolines share everything but the vector save. */
+/* A probed function returns here instead of to its caller. As at the
+ * inline return point (np_x86_ret_save), every register the function left
+ * is kept; np__ret_dispatch puts the real return address in regs.pc. */
+/* The return trampolines share everything but the vector save. */
 #define RET_TRAMP_SAVE \
-	lea -224(%rsp), %rsp;		/* flags, pc, gpr[16..31], r15..rsi: dead */ \
-	push %rbp; \
-	lea -8(%rsp), %rsp;		/* rsp */ \
-	push %rbx; push %rdx; \
-	lea -8(%rsp), %rsp;		/* rcx: dead */ \
-	push %rax; \
-	lea -16(%rsp), %rsp; \
-	lea 288(%rsp), %rax; \
-	mov %rax, 48(%rsp); \
+	RET_SAVE_GPRS; \
 	movq $0, (%rsp); \
 	movq $0x201, 8(%rsp);		/* NP_CTX_RETURN | NP_CTX_CAPTURE_RET */ \
 	mov %rsp, %rbx; \
@@ -498,23 +494,16 @@ END(np_x86_redirect)
 	mov %rbx, %rsp; \
 	mov 272(%rsp), %rax;		/* the real return address */ \
 	mov %rax, 280(%rsp);		/* into its slot */ \
-	mov 16(%rsp), %rax; \
-	mov 32(%rsp), %rdx; \
-	mov 40(%rsp), %rbx; \
-	mov 56(%rsp), %rbp; \
+	RET_LOAD_GPRS; \
 	lea 288(%rsp), %rsp;		/* the caller's rsp: the slot is at -8 */ \
 	jmp *-8(%rsp)
 
+/* For handlers proven not to touch the vector state (vecscan). */
 TEMPLATE(np_x86_ret_tramp)
 	RET_TRAMP_SAVE
-	lea -32(%rsp), %rsp
-	movaps %xmm0, 0(%rsp)
-	movaps %xmm1, 16(%rsp)
 	mov %rbx, %rdi
 	SLOT(np_x86_ret_tramp_fn_imm)
 	call *%rax
-	movaps 0(%rsp), %xmm0
-	movaps 16(%rsp), %xmm1
 	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp)
 
@@ -532,5 +521,18 @@ TEMPLATE(np_x86_ret_tramp_fpu)
 	xrstor64 (%rsp)
 	RET_TRAMP_LEAVE
 END(np_x86_ret_tramp_fpu)
+
+/* The same with FXSAVE, on a CPU or kernel without XSAVE. */
+TEMPLATE(np_x86_ret_tramp_fx)
+	RET_TRAMP_SAVE
+	lea -512(%rsp), %rsp
+	and $-64, %rsp
+	fxsave64 (%rsp)
+	mov %rbx, %rdi
+	SLOT(np_x86_ret_tramp_fx_fn_imm)
+	call *%rax
+	fxrstor64 (%rsp)
+	RET_TRAMP_LEAVE
+END(np_x86_ret_tramp_fx)
 
 	.section .note.GNU-stack,"",@progbits
