@@ -11,6 +11,10 @@ DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 libbpf-dev \
 DEB_PKGS += bpftrace
 # a busy server for -p sessions (tests/cli/test_busy_server.py)
 DEB_PKGS += redis-server redis-tools
+# the differential corpus (tests/reliability/corpus.py): dpkg-source unpacks
+# Debian's lua5.4 and sqlite3 source packages, tclsh generates SQLite's
+# amalgamation
+DEB_PKGS += dpkg-dev tcl
 # arm64: objdump checks the unit vectors; gcc cross-builds what qemu runs
 DEB_PKGS += binutils-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user
 # riscv64 (issue 7): cross binutils/gcc for the unit vectors and the analyze
@@ -37,6 +41,12 @@ ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-tortur
 ARM64_DIFF_DEBS ?= coreutils grep gzip sqlite3 python3-minimal python3.11-minimal libpython3.11-stdlib
 ARM64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
 ARM64_DIFF_SCALE ?= 0.2
+# the corpus under qemu-aarch64 (docs/reliability.md): both levels of Lua,
+# SQLite at -O2 (riscv64 takes -O3 -flto), smaller workloads
+CORPUS_DIR ?= $(abspath $(BUILD))/corpus
+ARM64_CORPUS_PROGS ?= lua-O2 lua-O3-lto sqlite3-O2
+ARM64_CORPUS_SCALE ?= 0.05
+ARM64_CORPUS_LUA ?= strings tables functions compile gc
 BUILD_RISCV64 ?= $(BUILD)-riscv64
 RV_SYSROOT := cross/sysroot/riscv64
 CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
@@ -52,6 +62,9 @@ RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
 RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1 python3-minimal libpython3-stdlib
 RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
 RISCV64_DIFF_SCALE ?= 0.2
+RISCV64_CORPUS_PROGS ?= lua-O2 lua-O3-lto sqlite3-O3-lto
+RISCV64_CORPUS_SCALE ?= 0.05
+RISCV64_CORPUS_LUA ?= strings tables functions compile gc
 ifeq ($(ARCH),arm64)
 INSTALL_CROSS := --cross-file $(CROSS_ARM64)
 endif
@@ -107,7 +120,12 @@ check-arm64-differential: build
 	NP_DIFF_ISA=arm64 NP_DIFF_ROOT=$(abspath $(BUILD_ARM64))/debroot/root \
 	  NP_DIFF_AGENT=$(abspath $(BUILD_ARM64))/src/agent/libnanoprobe-agent.so \
 	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_DIFF_SCALE=$(ARM64_DIFF_SCALE) \
-	  python3 tests/reliability/differential.py $(ARM64_DIFF_PROGS)
+	  python3 tests/reliability/differential.py $(ARM64_DIFF_PROGS); status=$$?; \
+	NP_DIFF_ISA=arm64 NP_DIFF_ROOT=$(abspath $(BUILD_ARM64))/debroot/root \
+	  NP_DIFF_AGENT=$(abspath $(BUILD_ARM64))/src/agent/libnanoprobe-agent.so \
+	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_CORPUS_DIR=$(CORPUS_DIR) \
+	  NP_CORPUS_SCALE=$(ARM64_CORPUS_SCALE) NP_CORPUS_LUA='$(ARM64_CORPUS_LUA)' \
+	  python3 tests/reliability/corpus.py $(ARM64_CORPUS_PROGS) || status=1; exit $$status
 
 # The engine cross-built for riscv64 against the sysroot, its e2e suites run
 # under qemu-riscv64 (docs/riscv64.md); then the differential runs of
@@ -129,7 +147,12 @@ check-riscv64-differential: build riscv64-build
 	NP_DIFF_ISA=riscv64 NP_DIFF_ROOT=$(abspath $(BUILD_RISCV64))/debroot \
 	  NP_DIFF_AGENT=$(abspath $(BUILD_RISCV64))/src/agent/libnanoprobe-agent.so \
 	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_DIFF_SCALE=$(RISCV64_DIFF_SCALE) \
-	  python3 tests/reliability/differential.py $(RISCV64_DIFF_PROGS)
+	  python3 tests/reliability/differential.py $(RISCV64_DIFF_PROGS); status=$$?; \
+	NP_DIFF_ISA=riscv64 NP_DIFF_ROOT=$(abspath $(RV_SYSROOT)) \
+	  NP_DIFF_AGENT=$(abspath $(BUILD_RISCV64))/src/agent/libnanoprobe-agent.so \
+	  NP_CLI=$(abspath $(BUILD))/tools/nanoprobe/nanoprobe NP_CORPUS_DIR=$(CORPUS_DIR) \
+	  NP_CORPUS_SCALE=$(RISCV64_CORPUS_SCALE) NP_CORPUS_LUA='$(RISCV64_CORPUS_LUA)' \
+	  python3 tests/reliability/corpus.py $(RISCV64_CORPUS_PROGS) || status=1; exit $$status
 
 # The suite under ASan+UBSan, built by gcc and by clang (clang's build also
 # runs the libFuzzer harnesses for a bounded number of executions).

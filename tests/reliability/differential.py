@@ -253,8 +253,10 @@ def run(argv, stdin=None, env=ENV):
     return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
-def probed(strategy, specs, argv, stdin, out):
-    cmd = [NANOPROBE, "count", "-j", "-o", out, "--strategy", strategy] + specs + ["--"] + \
+def probed(strategy, specs, argv, stdin, out, verb="count"):
+    """The program under `nanoprobe VERB`; the counts are count's (per
+    probe), the file out holds what the verb wrote (-j)."""
+    cmd = [NANOPROBE, verb, "-j", "-o", out, "--strategy", strategy] + specs + ["--"] + \
         guest_wrapper() + argv
     env = dict(ENV)
     if ISA != "x86_64":
@@ -265,7 +267,7 @@ def probed(strategy, specs, argv, stdin, out):
     counts, refused = {}, set()
     try:
         with open(out) as f:
-            for row in json.load(f)["counts"]:
+            for row in json.load(f)["counts"] if verb == "count" else []:
                 key = f"{row['path']}:{row['probe']}"
                 counts[key] = row["count"]
                 if not row["placed"]:
