@@ -1072,6 +1072,22 @@ def libc_wide_patterns():
 
 
 @case
+def latency_leaves_the_entry_point_alone():
+    # The kernel enters _start with argc where a return address would be:
+    # a return probe there (latency times every call to its return) made
+    # argc a trampoline's address before main read it (the corpus's
+    # sqlite3 asserted argc >= 1; counter ran with its default n).
+    p = np("latency", f"{COUNTER}:_start", "--", COUNTER, 5)
+    R.check(p.returncode != 0 and "no return address" in p.stderr,
+            "latency _start: refused by name, with why", describe(p))
+    p = np("latency", "-j", f"{COUNTER}:*", "--", COUNTER, 5)
+    objs, other = parse_json_lines(p.stdout)
+    R.eq(p.returncode, 0, "latency PROG:*: exits 0", describe(p))
+    R.eq(other, plain([COUNTER, 5]).splitlines(), "latency PROG:*: argc and output unchanged",
+         describe(p))
+
+
+@case
 def dlclose_rounds():
     # the plugin is unloaded and loaded again: its probe follows it
     n, rounds = 10, 5

@@ -169,6 +169,13 @@ static const char *entry_refusal(const struct np_sym *fn, bool is_return)
 	return NULL;
 }
 
+/* Does the probe take the function's return? A return spec does, and
+ * so does every probe of latency, which times each call to its return. */
+static bool takes_return(const struct spec *s, unsigned action)
+{
+	return s->is_return || action == NP_ACT_LATENCY;
+}
+
 static int resolve_symbols(struct probe_set *set, const struct spec *s,
 			   const struct np_symtab *st, const struct stat *file, unsigned action,
 			   char *err, size_t errlen)
@@ -187,7 +194,7 @@ static int resolve_symbols(struct probe_set *set, const struct spec *s,
 	bool glob = strpbrk(s->symbol, "*?[") != NULL;
 	size_t before = set->n;
 	for (size_t i = 0; i < n && !rc; i++) {
-		const char *why = entry_refusal(m[i], s->is_return);
+		const char *why = entry_refusal(m[i], takes_return(s, action));
 		if (why && glob)
 			continue;
 		if (why) {
@@ -229,7 +236,8 @@ static int resolve_offset(struct probe_set *set, const struct spec *s,
 			 (unsigned long long)s->offset);
 		return -EINVAL;
 	}
-	const char *why = fn && fn->addr == vaddr ? entry_refusal(fn, s->is_return) : NULL;
+	const char *why = fn && fn->addr == vaddr ? entry_refusal(fn, takes_return(s, action))
+						  : NULL;
 	if (why) {
 		snprintf(err, errlen, "%s %s", fn->name, why);
 		return -EINVAL;

@@ -600,6 +600,22 @@ static void demangle_all(struct np_symtab *st)
 	}
 }
 
+/* The ELF entry point (_start) is entered by the kernel, not by a call:
+ * on x86-64 the word at the stack pointer there is argc, which a return
+ * probe would replace (the program then reads a trampoline's address as
+ * its argument count). glibc's crt1 says so in a CIE of _start's own
+ * (DW_CFA_undefined of the return address column), which
+ * fde_starts_mid_frame does not read; the entry point is known without
+ * it, with or without unwind information. */
+static int add_entry_point(struct builder *b, Elf *elf)
+{
+	GElf_Ehdr eh;
+	struct starts *kind = &b->entry[NP_ENTRY_MID_FRAME];
+	if (!gelf_getehdr(elf, &eh) || !eh.e_entry)
+		return 0;
+	return push_u64(&kind->v, &kind->n, &kind->cap, eh.e_entry) ? 0 : -ENOMEM;
+}
+
 int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof(*st));
@@ -622,6 +638,8 @@ int np_symtab_load(const char *path, struct np_symtab *st, char *err, size_t err
 	if (!ret) {
 		sort_unique(st);
 		ret = add_ehframe_functions(&b, elf);
+		if (!ret)
+			ret = add_entry_point(&b, elf);
 		sort_unique(st);
 		clamp_ehframe(st);
 		mark_entry(st, &b.entry[NP_ENTRY_MID_FRAME], NP_ENTRY_MID_FRAME);
