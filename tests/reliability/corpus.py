@@ -53,6 +53,7 @@ import glob
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -239,6 +240,11 @@ def build_one(path, cmd):
     return path, None
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def build_all(wanted):
     src = fetch_sources(CACHE)
     trees = {pkg: unpack(CACHE, src, pkg) for pkg in PACKAGES} if src else {}
@@ -248,10 +254,11 @@ def build_all(wanted):
     out = os.path.join(CACHE, D.ISA)
     os.makedirs(out, exist_ok=True)
     jobs = {n: c for n, c in build_commands(trees["lua5.4"], amalg, out).items() if n in wanted}
-    started = time.monotonic()
+    started, cpu = time.monotonic(), children_cpu()
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip(jobs, pool.map(lambda nc: build_one(*nc), jobs.values())))
-    note(f"corpus: {len(done)} {D.ISA} programs ready in {time.monotonic() - started:.0f} s")
+    note(f"corpus: {len(done)} {D.ISA} programs ready in {time.monotonic() - started:.0f} s "
+         f"({children_cpu() - cpu:.0f} s of CPU)")
     built = {}
     for name, (path, err) in done.items():
         if R.check(err is None, f"corpus: {name} built for {D.ISA}", err or ""):
