@@ -156,8 +156,10 @@ def fetch_sources(cache):
 
 
 def unpack(cache, src, pkg):
-    """The package's tree with Debian's patches applied (dpkg-source
-    checks the tarballs against the .dsc)."""
+    """The package's tree with Debian's patches applied. apt checked the
+    files against the archive's signed Sources index when it fetched
+    them; dpkg-source's own signature check would want a keyring of
+    Debian's developers, which the machine need not have."""
     dsc = sorted(glob.glob(os.path.join(src, f"{pkg}_*.dsc")))[-1]
     tree = os.path.join(cache, os.path.basename(dsc)[:-4])
     if not os.path.isdir(tree):
