@@ -21,10 +21,34 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+/* g++ 12 warns of every field a C++ designated initializer leaves out
+ * (-Wmissing-field-initializers, under -Wextra; later versions do not):
+ * NP_PROBE_OPTS expands to one in the user's code. As for libc's headers,
+ * what this header spells raises no warning there. */
+#pragma GCC system_header
 extern "C" {
 #endif
 
 #define NP_API __attribute__((visibility("default")))
+
+/* NP_PROBE_OPTS(.on_entry = f, ...) and its kind make an options struct
+ * with sz filled in whose address can be taken, &NP_PROBE_OPTS(...), for
+ * the full expression, from C and from C++. C++ has no compound literals
+ * (g++ takes them as an extension, but as rvalues whose address cannot be
+ * taken): there the struct is a temporary, and the reference
+ * np_opts_lvalue_ returns to it is an lvalue. Fields left out are zero in
+ * both; designators must follow the order of the fields in C++. */
+#ifdef __cplusplus
+extern "C++" {
+template <typename T> inline const T &np_opts_lvalue_(const T &opts)
+{
+	return opts;
+}
+}
+#define NP_OPTS_(type, ...) np_opts_lvalue_(type{.sz = sizeof(type), __VA_ARGS__})
+#else
+#define NP_OPTS_(type, ...) ((struct type){.sz = sizeof(struct type), __VA_ARGS__})
+#endif
 
 #define NANOPROBE_VERSION_MAJOR 0
 #define NANOPROBE_VERSION_MINOR 1
@@ -67,7 +91,7 @@ struct np_probe_opts {
 	size_t sz; /* sizeof(struct np_probe_opts): lets the struct grow */
 	np_handler_fn on_entry;  /* when the site is reached; may be NULL */
 	np_handler_fn on_return; /* when the function returns; site must be a
-				  * function entry; may be NULL */
+					   * function entry; may be NULL */
 	void *data;              /* passed to both handlers */
 	enum np_strategy strategy;
 	const char *name;        /* for log messages; may be NULL */
@@ -78,8 +102,7 @@ struct np_probe_opts {
 	unsigned flags; /* enum np_probe_flags */
 };
 
-#define NP_PROBE_OPTS(...) \
-	((struct np_probe_opts){.sz = sizeof(struct np_probe_opts), __VA_ARGS__})
+#define NP_PROBE_OPTS(...) NP_OPTS_(np_probe_opts, __VA_ARGS__)
 
 /* Place a probe at addr, an instruction boundary. NULL and errno on
  * failure: EINVAL (bad options, not an instruction boundary, on_return away
@@ -116,8 +139,7 @@ struct np_probe_many_opts {
 	struct np_probe **probes;                /* out: cnt handles */
 	int *errs;                               /* out, optional: cnt errno values */
 };
-#define NP_PROBE_MANY_OPTS(...) \
-	((struct np_probe_many_opts){.sz = sizeof(struct np_probe_many_opts), __VA_ARGS__})
+#define NP_PROBE_MANY_OPTS(...) NP_OPTS_(np_probe_many_opts, __VA_ARGS__)
 NP_API int np_probe_attach_many(const struct np_probe_many_opts *opts);
 
 /* np_probe_detach for each of probes[0..cnt) (NULL entries and probes
@@ -270,8 +292,7 @@ struct np_watch_opts {
 	const char *name;  /* for log messages; may be NULL */
 };
 
-#define NP_WATCH_OPTS(...) \
-	((struct np_watch_opts){.sz = sizeof(struct np_watch_opts), __VA_ARGS__})
+#define NP_WATCH_OPTS(...) NP_OPTS_(np_watch_opts, __VA_ARGS__)
 
 /* Watch [addr, addr + len). len: what the hardware watches (x86-64: 1, 2,
  * 4 or 8 bytes at an address aligned to len; arm64: 1 to 8 bytes within
