@@ -158,10 +158,38 @@ NP_API const char *np_strategy_name(enum np_strategy strategy);
 NP_API void *np_probe_addr(const struct np_probe *probe);
 
 /* Hits: entry handler calls (or return-probe arms when there is no entry
- * handler). Missed: hits skipped by the recursion guard, return probes lost
- * to a full shadow stack, threads the engine could not track. */
+ * handler). Missed: handler calls that did not happen, for one of the
+ * reasons below. */
 NP_API uint64_t np_probe_hits(const struct np_probe *probe);
 NP_API uint64_t np_probe_missed(const struct np_probe *probe);
+
+/* Why a handler did not run. */
+enum np_miss_reason {
+	/* the probed code ran inside a handler on that thread (the recursion
+	 * guard) */
+	NP_MISS_NESTED = 0,
+	/* no memory for the thread's per-thread state */
+	NP_MISS_NO_THREAD = 1,
+	/* a handler that may change vector registers met a trampoline built
+	 * before it, which saves none */
+	NP_MISS_VECTOR = 2,
+	/* return: 16,384 calls with return probes were in flight on the
+	 * thread (deep recursion) */
+	NP_MISS_SHADOW_FULL = 3,
+	/* return: the call was left without returning: longjmp, siglongjmp,
+	 * a stack switch it never came back from */
+	NP_MISS_LEFT = 4,
+	/* return: a stack unwinder walked over the call: a C++ exception,
+	 * thread cancellation or exit, backtrace() */
+	NP_MISS_UNWOUND = 5,
+	/* return: return probes are off since a module was loaded whose own
+	 * unwinder cannot be found (stripped, with a static libgcc_eh) */
+	NP_MISS_UNGUARDED = 6,
+	NP_MISS_REASONS = 7,
+};
+/* Misses of every probe in the process for that reason since the engine
+ * started (the engine's own probes, on unwinders, left out). */
+NP_API uint64_t np_missed_by(enum np_miss_reason reason);
 
 /* Housekeeping for the control path (never from a handler): give the
  * per-thread state of exited threads back and keep a spare ready for every

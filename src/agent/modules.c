@@ -316,6 +316,7 @@ void np_agent_serve_dlopen(void)
 	forget_unloaded();
 	np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
+	np_maintain(); /* the new modules' unwinders guarded before dlopen returns */
 	__atomic_store_n(&req_served, asked, __ATOMIC_RELEASE);
 	np_futex_wake(&req_served);
 }
