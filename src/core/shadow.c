@@ -68,6 +68,14 @@
 static atomic_bool disarmed;
 static _Atomic uint64_t why_no_thread[NP_MISS_REASONS];
 
+void np_miss_why(struct np_thread *t, enum np_miss_reason why)
+{
+	if (t)
+		np_bump(&t->sh.why[why]);
+	else
+		atomic_fetch_add(&why_no_thread[why], 1);
+}
+
 void np_miss_one(struct np_thread *t, const struct np_handler *h, enum np_miss_reason why)
 {
 	bool reason = !h->probe->internal;
@@ -96,11 +104,21 @@ uint64_t np_miss_no_thread(enum np_miss_reason why)
 
 /* --- proofs --------------------------------------------------------------- */
 
+/* The main thread's stack, learnt before the thread has a block (the
+ * agent attaches from its own thread while the program waits): for the
+ * thread whose tid is main_tid. */
+static _Atomic uint64_t main_lo, main_hi;
+static _Atomic int main_tid;
+
 static bool home(const struct np_thread *t, uint64_t a)
 {
-	return atomic_load_explicit(&t->sh.home_ok, memory_order_acquire) == 1 &&
-	       a >= atomic_load_explicit(&t->sh.home_lo, memory_order_relaxed) &&
-	       a < atomic_load_explicit(&t->sh.home_hi, memory_order_relaxed);
+	if (atomic_load_explicit(&t->sh.home_ok, memory_order_acquire) == 1)
+		return a >= atomic_load_explicit(&t->sh.home_lo, memory_order_relaxed) &&
+		       a < atomic_load_explicit(&t->sh.home_hi, memory_order_relaxed);
+	/* the main thread, before its block had bounds of its own */
+	return atomic_load_explicit(&main_tid, memory_order_acquire) == t->tid && t->tid &&
+	       a >= atomic_load_explicit(&main_lo, memory_order_relaxed) &&
+	       a < atomic_load_explicit(&main_hi, memory_order_relaxed);
 }
 
 /* Stack order: frame i's slot lies below pos, the position the thread is
@@ -250,9 +268,17 @@ static bool compact(struct np_thread *t, uint64_t pos)
 
 /* --- entry ------------------------------------------------------------------- */
 
+/* How many frames under the top an entry looks through for one with its
+ * slot (a longjmp from a few calls deep leaves that many above it). */
+#define SAME_SLOT_REACH 16
+
 /* A call enters with its return address ret at slot pos: the frames on
  * top at or below pos that are proven dead come off. Those above pos are
- * left: on this stack they are the callers, alive. */
+ * left: on this stack they are the callers, alive. Where one stays that
+ * nothing proves dead, a frame a little deeper that had this slot still
+ * is (same slot): it comes off, the frames above it stay (they may be on
+ * another stack). A loop that jumps out from the same depth each time
+ * leaves no more than one round behind. */
 static void reclaim(struct np_thread *t, uint64_t pos, uint64_t ret)
 {
 	while (t->shadow_top > 0) {
@@ -264,10 +290,19 @@ static void reclaim(struct np_thread *t, uint64_t pos, uint64_t ret)
 			bool dead = f->slot == pos ? np_host_ret_strip(ret) != f->expect
 						   : below(t, i, f->slot, pos) || changed(f);
 			if (!dead)
-				return;
+				break;
 			leave(t, f, NP_MISS_LEFT);
 		}
 		t->shadow_top = i;
+	}
+	uint32_t floor = t->shadow_top > SAME_SLOT_REACH ? t->shadow_top - SAME_SLOT_REACH : 0;
+	for (uint32_t i = t->shadow_top; i-- > floor;) {
+		struct np_shadow_frame *f = &t->shadow[i];
+		if (f->slot != pos)
+			continue;
+		if (np_host_ret_strip(ret) != f->expect)
+			leave(t, f, NP_MISS_LEFT); /* a hole, squeezed out when full */
+		return;
 	}
 }
 
@@ -559,11 +594,18 @@ static bool main_stack(const struct np_maps *m, uint64_t *lo, uint64_t *hi)
 
 void np_shadow_learn_stacks(struct np_thread *const *blocks, size_t n)
 {
-	if (!n)
+	int pid = getpid();
+	if (!n && atomic_load(&main_tid) == pid)
 		return;
 	np_maps_invalidate(); /* new threads: their stacks were mapped since */
 	const struct np_maps *m = np_maps_cached();
-	int pid = getpid();
+	uint64_t mlo, mhi;
+	if (m && main_stack(m, &mlo, &mhi)) {
+		atomic_store(&main_tid, 0);
+		atomic_store(&main_lo, mlo);
+		atomic_store(&main_hi, mhi);
+		atomic_store_explicit(&main_tid, pid, memory_order_release);
+	}
 	for (size_t i = 0; m && i < n; i++) {
 		struct np_thread *t = blocks[i];
 		uint64_t lo, hi;

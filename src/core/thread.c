@@ -217,7 +217,7 @@ void np_thread_pool_stock(void)
 			}
 		}
 	}
-	np_shadow_learn_stacks(learning, nnew ? nlearning : 0);
+	np_shadow_learn_stacks(learning, nnew ? nlearning : 0); /* and the main thread's, once */
 	nlearning = nnew = 0;
 	int untracked = count_tasks() - used;
 	int want = (untracked > 0 ? untracked : 0) + SEG_BLOCKS / 2;
