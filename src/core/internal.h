@@ -263,6 +263,8 @@ bool np_shadow_disarmed(void);
 void np_miss_list(struct np_thread *t, const struct np_hlist *l, bool ret,
 		  enum np_miss_reason why);
 void np_miss_one(struct np_thread *t, const struct np_handler *h, enum np_miss_reason why);
+/* The reason alone, where the miss is counted elsewhere (watches). */
+void np_miss_why(struct np_thread *t, enum np_miss_reason why);
 uint64_t np_thread_sum_why(enum np_miss_reason why);
 uint64_t np_miss_no_thread(enum np_miss_reason why); /* with no thread block */
 /* Every block, free or not (control path). */
