@@ -475,6 +475,12 @@ static uint64_t ret_now(const struct np_shadow_frame *f, uint64_t lo)
 	return 0;
 }
 
+/* Into another function's frame, a word a sanitizer knows nothing of. */
+__attribute__((no_sanitize("address"))) static void put_word(uint64_t at, uint64_t value)
+{
+	*(volatile uint64_t *)(uintptr_t)at = value;
+}
+
 /* An unwinder starts here: every frame at or above the current stack
  * position that may be walked gets its real return address back where it
  * lives now, highest first (each then takes its own spill before a lower
@@ -491,7 +497,7 @@ void np_shadow_unwind(struct np_thread *t)
 		uint64_t lo = k ? t->shadow[o[k - 1]].slot : pos;
 		uint64_t at = ret_now(f, lo);
 		if (at) {
-			*(uint64_t *)(uintptr_t)at = np_host_ret_sign(f->ret, f->slot, f->flags & NP_RET_PAC);
+			put_word(at, np_host_ret_sign(f->ret, f->slot, f->flags & NP_RET_PAC));
 			leave(t, f, NP_MISS_UNWOUND);
 		} else if (changed(f)) {
 			leave(t, f, NP_MISS_LEFT);
