@@ -246,9 +246,9 @@ struct np_thread **np_thread_tls_slot(void);
  * after dropping the frames proven dead; a miss if there is no room. */
 void np_shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site *site,
 		    const struct np_hlist *l);
-/* An unwinder starts on this thread: the real return addresses of the
- * frames it may walk back where they live now (np_unwind_guard_install). */
-void np_shadow_unwind(struct np_thread *t);
+/* An unwinder starts on this thread at stack position pos: the real
+ * return addresses of the frames it may walk back where they live now. */
+void np_shadow_unwind(struct np_thread *t, uint64_t pos);
 /* The thread switches stacks (swapcontext, setcontext). */
 void np_shadow_switch(struct np_thread *t);
 /* A block is claimed (thread.c) or found free (the control path). */

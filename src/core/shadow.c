@@ -481,15 +481,15 @@ __attribute__((no_sanitize("address"))) static void put_word(uint64_t at, uint64
 	*(volatile uint64_t *)(uintptr_t)at = value;
 }
 
-/* An unwinder starts here: every frame at or above the current stack
- * position that may be walked gets its real return address back where it
- * lives now, highest first (each then takes its own spill before a lower
- * frame's scan can reach it), and comes off (its return will not come
- * through the trampoline). Frames whose return address cannot be found
- * stay: alive on another stack, or a leaf interrupted by a signal. */
-void np_shadow_unwind(struct np_thread *t)
+/* An unwinder starts at stack position pos (its entry sp: not where this
+ * code runs, which may be a signal stack, the breakpoint's): every frame
+ * at or above pos that may be walked gets its real return address back
+ * where it lives now, highest first (each then takes its own spill before
+ * a lower frame's scan can reach it), and comes off (its return will not
+ * come through the trampoline). Frames whose return address cannot be
+ * found stay: alive on another stack, or a leaf interrupted by a signal. */
+void np_shadow_unwind(struct np_thread *t, uint64_t pos)
 {
-	uint64_t pos = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 	uint32_t n = sorted(t, pos);
 	uint16_t *o = t->sh.order;
 	for (uint32_t k = n; k-- > 0;) {

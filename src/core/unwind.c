@@ -57,12 +57,15 @@ static const char *const names[] = {
 #define NNAMES (sizeof(names) / sizeof(names[0]) - 1)
 #define FIRST_SWITCHER 5
 
+/* The unwinder's entry sp: the stack it will walk from. The handler
+ * itself may run elsewhere (a breakpoint's signal, on an alternate stack:
+ * ASan gives every thread one). */
 static void put_returns_back(struct np_ctx *ctx, void *data)
 {
-	(void)ctx, (void)data;
+	(void)data;
 	struct np_thread *t = np_thread_peek();
 	if (t)
-		np_shadow_unwind(t);
+		np_shadow_unwind(t, np_ctx_sp(ctx));
 }
 
 static void switches_stacks(struct np_ctx *ctx, void *data)
