@@ -76,10 +76,12 @@ static void switches_stacks(struct np_ctx *ctx, void *data)
 		np_shadow_switch(t);
 }
 
-/* What was looked at: modules by load address and path; functions hooked. */
+/* What was looked at: modules by load address and the loader's name for
+ * them (a module unloaded and another loaded at its place differ in one
+ * or the other, or are the same file again); functions hooked. */
 struct seen {
 	uint64_t at;
-	char path[256];
+	char name[256];
 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seen *seen;
@@ -124,8 +126,10 @@ static void hook(uint64_t fn, const char *name)
 	hooked[nhooked++] = fn;
 }
 
+/* The modules the loader lists, collected first and looked at after: the
+ * callback runs under the loader's lock. */
 struct loads {
-	uint64_t *v;
+	struct seen *v;
 	size_t n, cap;
 };
 
@@ -135,30 +139,32 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v)))
-				l->v[l->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v))) {
+				l->v[l->n].at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+				snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s",
+					 info->dlpi_name ? info->dlpi_name : "");
+				l->n++;
+			}
 			break;
 		}
 	return 0;
 }
 
-/* A module mapped at 'at' not looked at yet: its guards placed, or the
- * reason return probes cannot be had while it is loaded. */
-static void look_at(uint64_t at)
+/* A module not looked at yet: its guards placed, or the reason return
+ * probes cannot be had from now on. Each is read once. */
+static void look_at(const struct seen *m)
 {
 	uint64_t fn[NNAMES];
 	char path[256];
 	bool unnamed;
-	if (np_module_functions(at, names, fn, &unnamed, path, sizeof(path)))
-		return;
 	for (size_t i = 0; i < nseen; i++)
-		if (seen[i].at == at && !strcmp(seen[i].path, path))
+		if (seen[i].at == m->at && !strcmp(seen[i].name, m->name))
 			return;
 	if (!grow(&seen, &capseen, nseen, sizeof(*seen)))
 		return;
-	seen[nseen].at = at;
-	snprintf(seen[nseen].path, sizeof(seen[nseen].path), "%s", path);
-	nseen++;
+	seen[nseen++] = *m;
+	if (np_module_functions(m->at, names, fn, &unnamed, path, sizeof(path)))
+		return;
 	for (size_t k = 0; k < NNAMES; k++)
 		if (fn[k])
 			hook(fn[k], names[k]);
@@ -175,7 +181,7 @@ static int refresh_locked(void)
 	struct loads l = {0};
 	dl_iterate_phdr(note_module, &l);
 	for (size_t i = 0; i < l.n; i++)
-		look_at(l.v[i]);
+		look_at(&l.v[i]);
 	free(l.v);
 	if (!refusal[0])
 		return 0;
