@@ -34,6 +34,7 @@
  * zero pages: only the slots it hits cost memory. */
 #define NP_MAX_PROBES 65536
 #define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
+#define NP_MAX_THREAD_BLOCKS 4096 /* threads with state at once (thread.c) */
 #define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
 #define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */
 
@@ -253,8 +254,11 @@ void np_shadow_unwind(struct np_thread *t, uint64_t pos);
 void np_shadow_switch(struct np_thread *t);
 /* A block is claimed (thread.c) or found free (the control path). */
 void np_shadow_reset(struct np_thread *t, bool claimed);
-/* Control path: learn the stacks of threads that use return probes. */
+/* The bounds of threads' own stacks (stacks.c). Control path: learn those
+ * of these blocks, and the main thread's once per process. */
 void np_shadow_learn_stacks(struct np_thread *const *blocks, size_t n);
+/* Does a lie on t's own stack, as far as is known? (any thread) */
+bool np_stack_home(const struct np_thread *t, uint64_t a);
 /* Return probes off from now on: every arm counts as missed. */
 void np_shadow_disarm(const char *why);
 bool np_shadow_disarmed(void);

@@ -59,7 +59,6 @@
  * each frame at or above the current stack position keeps it now.
  */
 #include "core/internal.h"
-#include "core/maps.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,21 +103,9 @@ uint64_t np_miss_no_thread(enum np_miss_reason why)
 
 /* --- proofs --------------------------------------------------------------- */
 
-/* The main thread's stack, learnt before the thread has a block (the
- * agent attaches from its own thread while the program waits): for the
- * thread whose tid is main_tid. */
-static _Atomic uint64_t main_lo, main_hi;
-static _Atomic int main_tid;
-
 static bool home(const struct np_thread *t, uint64_t a)
 {
-	if (atomic_load_explicit(&t->sh.home_ok, memory_order_acquire) == 1)
-		return a >= atomic_load_explicit(&t->sh.home_lo, memory_order_relaxed) &&
-		       a < atomic_load_explicit(&t->sh.home_hi, memory_order_relaxed);
-	/* the main thread, before its block had bounds of its own */
-	return atomic_load_explicit(&main_tid, memory_order_acquire) == t->tid && t->tid &&
-	       a >= atomic_load_explicit(&main_lo, memory_order_relaxed) &&
-	       a < atomic_load_explicit(&main_hi, memory_order_relaxed);
+	return np_stack_home(t, a);
 }
 
 /* Stack order: frame i's slot lies below pos, the position the thread is
@@ -514,6 +501,7 @@ void np_shadow_switch(struct np_thread *t)
 
 /* --- per thread ------------------------------------------------------------------ */
 
+
 void np_shadow_reset(struct np_thread *t, bool claimed)
 {
 	t->shadow_top = 0;
@@ -543,91 +531,6 @@ void np_shadow_disarm(const char *why)
 		return;
 	np_thread_each(limit_zero, NULL);
 	np_logf(NP_LOG_WARN, "return probes are off from now on: %s", why);
-}
-
-/* --- the thread's own stack ---------------------------------------------------- */
-
-static const struct np_map *map_at(const struct np_maps *m, uint64_t a, int *index)
-{
-	int lo = 0, hi = m->n - 1;
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		if (a < m->v[mid].start)
-			hi = mid - 1;
-		else if (a >= m->v[mid].end)
-			lo = mid + 1;
-		else
-			return *index = mid, &m->v[mid];
-	}
-	return NULL;
-}
-
-static bool anonymous(const struct np_map *v)
-{
-	return !v->path[0] || !strncmp(v->path, "[anon:", 6);
-}
-
-/* A thread libc started: its static TLS lies at the top of the mapping
- * that holds its stack, right above the stack, and the mapping starts
- * after a guard page (PROT_NONE) of its own. The stack is what lies
- * between. A thread whose TLS is elsewhere (the main thread), or whose
- * stack has no guard (pthread_attr_setstack, a guard size of 0), gets no
- * bounds: the mapping might hold other memory, coroutine stacks among it. */
-static bool thread_stack(const struct np_maps *m, uint64_t tls, uint64_t *lo, uint64_t *hi)
-{
-	int i;
-	const struct np_map *v = map_at(m, tls, &i);
-	if (!v || !v->r || !v->w || !anonymous(v) || i == 0)
-		return false;
-	const struct np_map *guard = &m->v[i - 1];
-	if (guard->end != v->start || guard->r || guard->w || guard->x)
-		return false;
-	*lo = v->start;
-	*hi = tls;
-	return true;
-}
-
-static bool main_stack(const struct np_maps *m, uint64_t *lo, uint64_t *hi)
-{
-	for (int i = 0; i < m->n; i++)
-		if (!strcmp(m->v[i].path, "[stack]")) {
-			*lo = m->v[i].start;
-			*hi = m->v[i].end;
-			return true;
-		}
-	return false;
-}
-
-void np_shadow_learn_stacks(struct np_thread *const *blocks, size_t n)
-{
-	int pid = getpid();
-	if (!n && atomic_load(&main_tid) == pid)
-		return;
-	np_maps_invalidate(); /* new threads: their stacks were mapped since */
-	const struct np_maps *m = np_maps_cached();
-	uint64_t mlo, mhi;
-	if (m && main_stack(m, &mlo, &mhi)) {
-		atomic_store(&main_tid, 0);
-		atomic_store(&main_lo, mlo);
-		atomic_store(&main_hi, mhi);
-		atomic_store_explicit(&main_tid, pid, memory_order_release);
-	}
-	for (size_t i = 0; m && i < n; i++) {
-		struct np_thread *t = blocks[i];
-		uint64_t lo, hi;
-		bool ok = atomic_load(&t->tid) == pid ? main_stack(m, &lo, &hi)
-						      : thread_stack(m, t->sh.tls, &lo, &hi);
-		if (!ok) {
-			if (atomic_load(&t->sh.home_ok) == 0)
-				atomic_store(&t->sh.home_ok, 2);
-			continue;
-		}
-		/* the main stack grows down: lo may only go down, which keeps
-		 * what the thread read before true */
-		atomic_store_explicit(&t->sh.home_lo, lo, memory_order_relaxed);
-		atomic_store_explicit(&t->sh.home_hi, hi, memory_order_relaxed);
-		atomic_store_explicit(&t->sh.home_ok, 1, memory_order_release);
-	}
 }
 
 /* --- call data ---------------------------------------------------------------------- */

@@ -170,7 +170,8 @@ static int count_tasks(void)
 /* Threads whose stack bounds the shadow stack wants (shadow.c): those
  * that have none yet, and, when there are any, the main thread, whose
  * stack grows. Engine lock held. */
-static struct np_thread *learning[MAX_SEGS * SEG_BLOCKS];
+_Static_assert(MAX_SEGS * SEG_BLOCKS == NP_MAX_THREAD_BLOCKS, "stacks.c");
+static struct np_thread *learning[NP_MAX_THREAD_BLOCKS];
 static size_t nlearning, nnew;
 
 static void learn_stack_of(struct np_thread *t, pid_t pid)
