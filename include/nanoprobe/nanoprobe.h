@@ -21,10 +21,34 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+/* g++ 12 warns of every field a C++ designated initializer leaves out
+ * (-Wmissing-field-initializers, under -Wextra; later versions do not):
+ * NP_PROBE_OPTS expands to one in the user's code. As for libc's headers,
+ * what this header spells raises no warning there. */
+#pragma GCC system_header
 extern "C" {
 #endif
 
 #define NP_API __attribute__((visibility("default")))
+
+/* NP_PROBE_OPTS(.on_entry = f, ...) and its kind make an options struct
+ * with sz filled in whose address can be taken, &NP_PROBE_OPTS(...), for
+ * the full expression, from C and from C++. C++ has no compound literals
+ * (g++ takes them as an extension, but as rvalues whose address cannot be
+ * taken): there the struct is a temporary, and the reference
+ * np_opts_lvalue_ returns to it is an lvalue. Fields left out are zero in
+ * both; designators must follow the order of the fields in C++. */
+#ifdef __cplusplus
+extern "C++" {
+template <typename T> inline const T &np_opts_lvalue_(const T &opts)
+{
+	return opts;
+}
+}
+#define NP_OPTS_(type, ...) np_opts_lvalue_(type{.sz = sizeof(type), __VA_ARGS__})
+#else
+#define NP_OPTS_(type, ...) ((struct type){.sz = sizeof(struct type), __VA_ARGS__})
+#endif
 
 #define NANOPROBE_VERSION_MAJOR 0
 #define NANOPROBE_VERSION_MINOR 1
@@ -67,7 +91,7 @@ struct np_probe_opts {
 	size_t sz; /* sizeof(struct np_probe_opts): lets the struct grow */
 	np_handler_fn on_entry;  /* when the site is reached; may be NULL */
 	np_handler_fn on_return; /* when the function returns; site must be a
-				  * function entry; may be NULL */
+					   * function entry; may be NULL */
 	void *data;              /* passed to both handlers */
 	enum np_strategy strategy;
 	const char *name;        /* for log messages; may be NULL */
@@ -78,8 +102,7 @@ struct np_probe_opts {
 	unsigned flags; /* enum np_probe_flags */
 };
 
-#define NP_PROBE_OPTS(...) \
-	((struct np_probe_opts){.sz = sizeof(struct np_probe_opts), __VA_ARGS__})
+#define NP_PROBE_OPTS(...) NP_OPTS_(np_probe_opts, __VA_ARGS__)
 
 /* Place a probe at addr, an instruction boundary. NULL and errno on
  * failure: EINVAL (bad options, not an instruction boundary, on_return away
@@ -116,8 +139,7 @@ struct np_probe_many_opts {
 	struct np_probe **probes;                /* out: cnt handles */
 	int *errs;                               /* out, optional: cnt errno values */
 };
-#define NP_PROBE_MANY_OPTS(...) \
-	((struct np_probe_many_opts){.sz = sizeof(struct np_probe_many_opts), __VA_ARGS__})
+#define NP_PROBE_MANY_OPTS(...) NP_OPTS_(np_probe_many_opts, __VA_ARGS__)
 NP_API int np_probe_attach_many(const struct np_probe_many_opts *opts);
 
 /* np_probe_detach for each of probes[0..cnt) (NULL entries and probes
@@ -136,10 +158,38 @@ NP_API const char *np_strategy_name(enum np_strategy strategy);
 NP_API void *np_probe_addr(const struct np_probe *probe);
 
 /* Hits: entry handler calls (or return-probe arms when there is no entry
- * handler). Missed: hits skipped by the recursion guard, return probes lost
- * to a full shadow stack, threads the engine could not track. */
+ * handler). Missed: handler calls that did not happen, for one of the
+ * reasons below. */
 NP_API uint64_t np_probe_hits(const struct np_probe *probe);
 NP_API uint64_t np_probe_missed(const struct np_probe *probe);
+
+/* Why a handler did not run. */
+enum np_miss_reason {
+	/* the probed code ran inside a handler on that thread (the recursion
+	 * guard) */
+	NP_MISS_NESTED = 0,
+	/* no memory for the thread's per-thread state */
+	NP_MISS_NO_THREAD = 1,
+	/* a handler that may change vector registers met a trampoline built
+	 * before it, which saves none */
+	NP_MISS_VECTOR = 2,
+	/* return: 16,384 calls with return probes were in flight on the
+	 * thread (deep recursion) */
+	NP_MISS_SHADOW_FULL = 3,
+	/* return: the call was left without returning: longjmp, siglongjmp,
+	 * a stack switch it never came back from */
+	NP_MISS_LEFT = 4,
+	/* return: a stack unwinder walked over the call: a C++ exception,
+	 * thread cancellation or exit, backtrace() */
+	NP_MISS_UNWOUND = 5,
+	/* return: return probes are off since a module was loaded whose own
+	 * unwinder cannot be found (stripped, with a static libgcc_eh) */
+	NP_MISS_UNGUARDED = 6,
+	NP_MISS_REASONS = 7,
+};
+/* Misses of every probe in the process for that reason since the engine
+ * started (the engine's own probes, on unwinders, left out). */
+NP_API uint64_t np_missed_by(enum np_miss_reason reason);
 
 /* Housekeeping for the control path (never from a handler): give the
  * per-thread state of exited threads back and keep a spare ready for every
@@ -270,8 +320,7 @@ struct np_watch_opts {
 	const char *name;  /* for log messages; may be NULL */
 };
 
-#define NP_WATCH_OPTS(...) \
-	((struct np_watch_opts){.sz = sizeof(struct np_watch_opts), __VA_ARGS__})
+#define NP_WATCH_OPTS(...) NP_OPTS_(np_watch_opts, __VA_ARGS__)
 
 /* Watch [addr, addr + len). len: what the hardware watches (x86-64: 1, 2,
  * 4 or 8 bytes at an address aligned to len; arm64: 1 to 8 bytes within

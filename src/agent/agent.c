@@ -178,11 +178,14 @@ static int shm_create(const struct np_msg_hello *h)
 		return err;
 	}
 	struct np_shm_header *hdr = p;
-	*hdr = (struct np_shm_header){NP_PROTO_MAGIC, NP_PROTO_VERSION, h->nprobes, h->nrings,
-				      h->ring_bytes, stride, 0, 0, 0, 0};
+	*hdr = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
+				      .nprobes = h->nprobes, .nrings = h->nrings,
+				      .ring_bytes = h->ring_bytes, .ring_stride = stride};
 	np_agent_script_bind(hdr);
 	np_agent.shm_fd = fd;
 	np_agent.shm_size = size;
+	for (int r = 0; r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++)
+		np_agent.why_base[r] = np_missed_by((enum np_miss_reason)r);
 	__atomic_store_n(&np_agent.shm, hdr, __ATOMIC_RELEASE);
 	return 0;
 }

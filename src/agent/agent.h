@@ -37,6 +37,7 @@ struct agent {
 	uint32_t hist_unit;     /* ns per latency histogram unit */
 	pthread_mutex_t lock;   /* probes[].state, attach/detach */
 	char why[200];          /* the engine's reason for the last refusal */
+	uint64_t why_base[NP_SHM_MISS_REASONS]; /* np_missed_by at the session's start */
 	int why_level;
 };
 

@@ -262,6 +262,9 @@ void np_agent_detach_all(void)
 void np_agent_publish_missed(void)
 {
 	uint64_t *missed = np_agent.shm ? np_shm_missed(np_agent.shm) : NULL;
+	for (int r = 0; missed && r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++)
+		np_agent.shm->missed_why[r] =
+			np_missed_by((enum np_miss_reason)r) - np_agent.why_base[r];
 	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
 		const struct aprobe *ap = &np_agent.probes[i];
 		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0) +
@@ -316,6 +319,7 @@ void np_agent_serve_dlopen(void)
 	forget_unloaded();
 	np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
+	np_maintain(); /* the new modules' unwinders guarded before dlopen returns */
 	__atomic_store_n(&req_served, asked, __ATOMIC_RELEASE);
 	np_futex_wake(&req_served);
 }
@@ -331,6 +335,7 @@ int np_agent_hook_dlopen(void)
 		hooks[i] = fn ? np_probe_attach(fn, &o) : NULL;
 		if (!hooks[i])
 			return fn ? -errno : -ENOENT;
+		hooks[i]->internal = true; /* its misses are not the session's */
 	}
 	return 0;
 }

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
-#define NP_PROTO_VERSION 2
+#define NP_PROTO_VERSION 3
 #define NP_AGENT_START_SYM "nanoprobe_agent_start"
 #define NP_AGENT_ENV_SOCK "NANOPROBE_AGENT_SOCK"
 
@@ -146,6 +146,8 @@ struct np_msg_simple { /* GO, READY, DETACH, DETACHED */
 
 /* --- shared memory ------------------------------------------------------ */
 
+#define NP_SHM_MISS_REASONS 8 /* room for enum np_miss_reason */
+
 struct np_shm_header {
 	uint32_t magic, version;
 	uint32_t nprobes, nrings;
@@ -157,6 +159,10 @@ struct np_shm_header {
 	uint64_t ring_extra;  /* bytes, a multiple of 4096 */
 	uint64_t script_off;  /* from the header */
 	uint64_t script_bytes;
+	/* misses since the session began, by enum np_miss_reason (refreshed
+	 * with missed[]); the rest of missed[]'s sum has no reason (misses of
+	 * watches whose thread had no state count under NP_MISS_NO_THREAD) */
+	uint64_t missed_why[NP_SHM_MISS_REASONS];
 };
 
 enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };

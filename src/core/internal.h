@@ -34,6 +34,7 @@
  * zero pages: only the slots it hits cost memory. */
 #define NP_MAX_PROBES 65536
 #define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
+#define NP_MAX_THREAD_BLOCKS 4096 /* threads with state at once (thread.c) */
 #define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
 #define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */
 
@@ -79,6 +80,7 @@ struct np_probe {
 	bool fell_back;        /* AUTO, placed as TRAP once its queued jump
 				* could not be written (probe.c) */
 	bool uses_fpu;         /* the handlers may change vector state */
+	bool internal;         /* the engine's own: its misses have no reason */
 	uint64_t hits_base;    /* counts already in the slot when attached */
 	uint64_t missed_base;
 	_Atomic uint64_t missed_global; /* misses with no thread block */
@@ -163,10 +165,12 @@ struct np_region {
  * control path keeps stocked, so the hit path never allocates. */
 struct np_shadow_frame {
 	uint64_t ret;  /* the real return address */
-	uint64_t slot; /* where it lived on the stack (entry sp on x86) */
+	uint64_t slot; /* where it lived on the stack (entry sp on x86); 0:
+			* a hole, a frame that returned under others kept */
 	struct np_site *site;
 	uint32_t gen;
-	uint32_t ret_pac; /* the site's: how a spill of ret is signed */
+	uint32_t flags; /* the site's ret_pac (how a spill of ret is signed),
+			 * NP_RET_FPU: its return saves the vector state */
 	/* np_ctx_call_data: written by the entry handlers before the frame is
 	 * pushed, so it is zeroed whenever a frame leaves the stack. */
 	uint64_t data;
@@ -176,15 +180,38 @@ struct np_shadow_frame {
 	uint64_t expect;
 };
 
+#define NP_RET_PAC 0xffu
+#define NP_RET_FPU 0x100u
+
 struct np_thread {
 	struct np_site *_Atomic in_site; /* non-NULL while handlers run */
 	_Atomic int tid;
 	uint32_t shadow_top;
 	uint32_t index;
+	/* Frames the inline paths may push: NP_SHADOW_DEPTH, or 0 while
+	 * return probes are off (np_shadow_disarm); the C path then counts
+	 * the miss. */
+	_Atomic uint32_t shadow_limit;
 	uint64_t ret_data; /* the returning frame's data, for its handlers */
 	uint64_t hits[NP_MAX_PROBES];
 	uint64_t missed[NP_MAX_PROBES];
 	struct np_shadow_frame shadow[NP_SHADOW_DEPTH];
+	/* What follows only C reads (shadow.c). */
+	struct np_shadow_state {
+		/* The thread's own stack, [home_lo, home_hi), where frames
+		 * compare by address (set by the control path once home_ok). */
+		_Atomic uint64_t home_lo, home_hi;
+		_Atomic uint32_t home_ok; /* 0 unknown, 1 set, 2 none to be had */
+		uint64_t tls;             /* an address in its static TLS */
+		/* Frames below switch_floor were pushed before the thread last
+		 * switched stacks (swapcontext): addresses say nothing of them. */
+		uint32_t switch_floor;
+		/* A full stack that nothing could be reclaimed from: its top
+		 * frame then, so that the next push does not scan again. */
+		uint64_t full_slot, full_ret;
+		uint64_t why[NP_MISS_REASONS]; /* misses by reason */
+		uint16_t order[NP_SHADOW_DEPTH]; /* scratch: frames sorted */
+	} sh;
 };
 
 /* fd duplicated at NP_FD_HIGH or above (close-on-exec), the original
@@ -214,8 +241,60 @@ void np__dispatch(struct np_ctx *ctx);
 void np__ret_dispatch(struct np_ctx *ctx);
 void np__shadow_arm(struct np_ctx *ctx); /* at an entry: hijack the return */
 struct np_thread **np_thread_tls_slot(void);
-void np_shadow_unwind_all(struct np_thread *t); /* put real returns back */
-void np_unwind_guard_install(void);
+
+/* The shadow stack (shadow.c). */
+/* Push a frame for the call ctx enters (its entry handlers have run),
+ * after dropping the frames proven dead; a miss if there is no room. */
+void np_shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site *site,
+		    const struct np_hlist *l);
+/* An unwinder starts on this thread at stack position pos: the real
+ * return addresses of the frames it may walk back where they live now. */
+void np_shadow_unwind(struct np_thread *t, uint64_t pos);
+/* The thread switches stacks (swapcontext, setcontext). */
+void np_shadow_switch(struct np_thread *t);
+/* A block is claimed (thread.c) or found free (the control path). */
+void np_shadow_reset(struct np_thread *t, bool claimed);
+/* The bounds of threads' own stacks (stacks.c). Control path: learn those
+ * of these blocks, and the main thread's once per process. */
+void np_shadow_learn_stacks(struct np_thread *const *blocks, size_t n);
+/* Does a lie on t's own stack, as far as is known? (any thread) */
+bool np_stack_home(const struct np_thread *t, uint64_t a);
+/* Return probes off from now on: every arm counts as missed. */
+void np_shadow_disarm(const char *why);
+bool np_shadow_disarmed(void);
+/* A miss of the handlers with return handlers of l (on_return only: ret),
+ * or of every handler, on thread t (NULL: none) for a reason. */
+void np_miss_list(struct np_thread *t, const struct np_hlist *l, bool ret,
+		  enum np_miss_reason why);
+void np_miss_one(struct np_thread *t, const struct np_handler *h, enum np_miss_reason why);
+/* The reason alone, where the miss is counted elsewhere (watches). */
+void np_miss_why(struct np_thread *t, enum np_miss_reason why);
+uint64_t np_thread_sum_why(enum np_miss_reason why);
+uint64_t np_miss_no_thread(enum np_miss_reason why); /* with no thread block */
+/* Every block, free or not (control path). */
+void np_thread_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie);
+/* Owner-only counter bump: a plain add, readable by others. */
+static inline void np_bump(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+/* May this handler run where the trampoline saved no FP/vector state? A
+ * handler that may touch it can meet such a trampoline: one built before
+ * its probe joined the site, which a thread entered before the rebuilt
+ * one was in (a return trampoline chosen at the call's entry, likewise).
+ * It is not run there, its hit counted as missed: run, it would change
+ * the program's registers. */
+static inline bool np_handler_may_run(const struct np_handler *h, bool fpu_saved)
+{
+	return fpu_saved || !h->probe->uses_fpu;
+}
+/* Control path, engine lock not held (unwind.c): guard the unwinders and
+ * stack switchers of the modules loaded since, once return probes are
+ * asked for (returns: this call asks). -EOPNOTSUPP when a module's
+ * unwinder cannot be found: return probes are then refused, and turned
+ * off if any were in place (np_unwind_refusal says why). */
+int np_unwind_guard_refresh(bool returns);
+const char *np_unwind_refusal(void);
 
 /* Sites and regions (engine lock held). */
 struct np_site *np_site_get(uint64_t addr);
@@ -320,6 +399,13 @@ int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
 /* addr is the entry of setjmp, vfork or another function that returns
  * twice (by its ELF symbol name). */
 bool np_symbol_returns_twice(uint64_t addr);
+/* The functions named in names[] (NULL-terminated) that the module mapped
+ * at addr defines, local ones included: their addresses in out[] (0: none).
+ * unnamed_unwinder: the module carries a stack unwinder of its own (a
+ * static libgcc_eh, LLVM's libunwind) and no symbol table to find it by.
+ * path gets the module's file. 0, or -errno. */
+int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
+			bool *unnamed_unwinder, char *path, size_t path_len);
 /* The GNU property FEATURE_1_AND bits of the ELF file mapped at addr
  * (arm64: 1 BTI, 2 PAC), 0 when none or not a file. */
 uint32_t np_module_features(uint64_t addr);
@@ -510,6 +596,8 @@ struct np_uread_fixup {
 extern const struct np_uread_fixup np_host_uread_extable[];
 /* Bytes not copied: 0, or how many remain from the faulting byte on. */
 size_t np_host_uread(void *dst, uint64_t src, size_t len);
+/* Fault-safe, errno untouched (uread.c): all len bytes, or false. */
+bool np_uread_quiet(void *dst, uint64_t addr, size_t len);
 /* Copies up to a NUL (not stored) or max bytes: the count copied, or
  * -(count + 1) when the next load faulted. */
 long np_host_uread_str(char *dst, uint64_t src, size_t max);

@@ -501,6 +501,15 @@ static int attach_locked(void *addr, const struct np_probe_opts *o, struct np_pr
 	return err;
 }
 
+/* A return probe while a module's unwinder cannot be guarded. */
+static int refuse_return(void *addr, const struct np_probe_opts *o, struct np_probe **out)
+{
+	*out = NULL;
+	np_logf(NP_LOG_ERROR, "probe '%s' at %p: return probes refused: %s",
+		o->name ? o->name : "?", addr, np_unwind_refusal());
+	return -EOPNOTSUPP;
+}
+
 /* Where the probes of the batch being attached are reported. */
 static struct {
 	struct np_probe **probes;
@@ -550,8 +559,7 @@ static size_t attach_all(void *const *addrs, const struct np_probe_opts *const *
 		returns |= opts[i] && opts[i]->sz > offsetof(struct np_probe_opts, on_return) &&
 			   opts[i]->on_return;
 	np_fault_guard_refresh(); /* handlers' np_read_user takes the fast path */
-	if (returns)
-		np_unwind_guard_install();
+	bool refused = returns && np_unwind_guard_refresh(true) == -EOPNOTSUPP;
 	pthread_mutex_lock(&np_engine_lock);
 	np_code_begin();
 	np_thread_pool_stock();
@@ -561,7 +569,8 @@ static size_t attach_all(void *const *addrs, const struct np_probe_opts *const *
 		memset(&o, 0, sizeof(o));
 		if (opts[i])
 			memcpy(&o, opts[i], opts[i]->sz < sizeof(o) ? opts[i]->sz : sizeof(o));
-		errs[i] = attach_locked(addrs[i], opts[i] ? &o : NULL, &out[i]);
+		errs[i] = refused && o.on_return ? refuse_return(addrs[i], &o, &out[i])
+						 : attach_locked(addrs[i], opts[i] ? &o : NULL, &out[i]);
 	}
 	np_batch_end();
 	attaching.cnt = 0;
@@ -785,10 +794,18 @@ NP_API void np_maintain(void)
 {
 	if (np_in_handler() || np_engine_init())
 		return;
+	np_unwind_guard_refresh(false); /* unwinders of modules loaded since */
 	pthread_mutex_lock(&np_engine_lock);
 	np_thread_pool_stock();
 	np_watch_maintain(); /* watch_hit.c: modules loaded since */
 	pthread_mutex_unlock(&np_engine_lock);
+}
+
+NP_API uint64_t np_missed_by(enum np_miss_reason why)
+{
+	if ((unsigned)why >= NP_MISS_REASONS)
+		return 0;
+	return np_thread_sum_why(why) + np_miss_no_thread(why);
 }
 
 NP_API uint64_t np_probe_missed(const struct np_probe *p)

@@ -550,3 +550,92 @@ int np_symbol_sections(uint64_t addr, bool stubs, uint64_t *lo, uint64_t *hi, in
 	}
 	return n;
 }
+
+/* --- functions by name, locals included (unwind.c) ----------------------- */
+
+struct scan {
+	const char *const *names;
+	uint64_t *out, bias;
+	bool symtab, eh_tables, imports_unwind, imports_find;
+};
+
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct scan *sc)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	for (size_t i = 0; data && i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF) {
+			sc->imports_unwind |= !strncmp(name, "_Unwind_", 8);
+			sc->imports_find |= !strcmp(name, "dl_iterate_phdr") ||
+					    !strcmp(name, "_dl_find_object");
+			continue;
+		}
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0)
+			continue;
+		for (size_t k = 0; sc->names[k]; k++)
+			if (!sc->out[k] && !strcmp(name, sc->names[k]))
+				sc->out[k] = sc->bias + sym.st_value;
+	}
+}
+
+/* A stack unwinder of the module's own that its symbols do not name: it
+ * has C++ exception tables, calls no _Unwind_* function of another module
+ * (its landing pads end in _Unwind_Resume: that one is its own), and
+ * looks for unwind tables itself (dl_iterate_phdr, _dl_find_object), as
+ * libgcc_eh and LLVM's libunwind do. libc has the tables too, but finds
+ * nothing through the loader: it defines those functions. */
+static bool hidden_unwinder(const struct scan *sc, bool named)
+{
+	return !named && sc->eh_tables && !sc->imports_unwind && sc->imports_find;
+}
+
+int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
+			bool *unnamed_unwinder, char *path, size_t path_len)
+{
+	struct np_map map;
+	size_t n = 0;
+	while (names[n])
+		out[n++] = 0;
+	*unnamed_unwinder = false;
+	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
+		return -ENOENT;
+	snprintf(path, path_len, "%s", map.path);
+	int fd = open(map.path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx)) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -ENOEXEC;
+	}
+	struct scan sc = {.names = names, .out = out,
+			  .bias = map.start - map.offset - first_load_vaddr(elf)};
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		sc.eh_tables |= name && !strcmp(name, ".gcc_except_table");
+		sc.symtab |= sh.sh_type == SHT_SYMTAB;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			scan_symbols(elf, scn, &sh, &sc);
+	}
+	bool named = false;
+	for (size_t k = 0; k < n; k++)
+		named |= out[k] && !strncmp(names[k], "_Unwind_", 8);
+	*unnamed_unwinder = !sc.symtab && hidden_unwinder(&sc, named);
+	elf_end(elf);
+	close(fd);
+	return 0;
+}

@@ -115,7 +115,8 @@ static struct np_thread *claim_from_pool(void)
 							 mask & ~(1ull << bit))) {
 				struct np_thread *t = &segs[s].blocks[bit];
 				t->tid = gettid_raw();
-				t->shadow_top = 0;
+				t->sh.tls = (uint64_t)(uintptr_t)&np_tls_self;
+				np_shadow_reset(t, true);
 				atomic_store(&t->in_site, NULL);
 				return t;
 			}
@@ -166,11 +167,37 @@ static int count_tasks(void)
 	return n;
 }
 
+/* Threads whose stack bounds the shadow stack wants (shadow.c): those
+ * that have none yet, and, when there are any, the main thread, whose
+ * stack grows. Engine lock held. */
+_Static_assert(MAX_SEGS * SEG_BLOCKS == NP_MAX_THREAD_BLOCKS, "stacks.c");
+static struct np_thread *learning[NP_MAX_THREAD_BLOCKS];
+static size_t nlearning, nnew;
+
+static void learn_stack_of(struct np_thread *t, pid_t pid)
+{
+	uint32_t ok = atomic_load(&t->sh.home_ok);
+	if (ok == 0 || (ok == 1 && t->tid == pid))
+		learning[nlearning++] = t;
+	nnew += ok == 0;
+}
+
+void np_thread_each(void (*fn)(struct np_thread *t, void *cookie), void *cookie)
+{
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++)
+		for (unsigned i = 0; i < SEG_BLOCKS; i++)
+			fn(&segs[s].blocks[i], cookie);
+}
+
 /* Control path: return the blocks of exited threads; keep a spare for
  * every thread that has none yet, and half a segment more, so that each
  * thread of the program finds one on its first hit. */
 void np_thread_pool_stock(void)
 {
+	/* the thread that attaches is likely to run what it probes: its
+	 * block, and with it its stack's bounds, now */
+	np_thread_self();
 	int n = atomic_load(&nsegs), spare = 0, used = 0;
 	pid_t pid = getpid();
 	for (int s = 0; s < n; s++) {
@@ -182,14 +209,17 @@ void np_thread_pool_stock(void)
 				continue;
 			}
 			if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH) {
-				t->shadow_top = 0;
+				np_shadow_reset(t, false);
 				atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 				spare++;
 			} else {
 				used++;
+				learn_stack_of(t, pid);
 			}
 		}
 	}
+	np_shadow_learn_stacks(learning, nnew ? nlearning : 0); /* and the main thread's, once */
+	nlearning = nnew = 0;
 	int untracked = count_tasks() - used;
 	int want = (untracked > 0 ? untracked : 0) + SEG_BLOCKS / 2;
 	for (; spare < want && segment_add() == 0; spare += SEG_BLOCKS)
@@ -237,6 +267,11 @@ uint64_t np_thread_sum_missed(uint32_t slot)
 	return sum_slot(offsetof(struct np_thread, missed), slot);
 }
 
+uint64_t np_thread_sum_why(enum np_miss_reason why)
+{
+	return sum_slot(offsetof(struct np_thread, sh.why), (uint32_t)why);
+}
+
 void np_thread_wait_site(const struct np_site *site)
 {
 	int n = atomic_load(&nsegs);
@@ -269,50 +304,12 @@ bool np_thread_in_handler(int tid)
 	return false;
 }
 
-/* Owner-only counter bump: a plain add, readable by others. */
-static inline void bump(uint64_t *c)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-}
-
-static void miss_all(struct np_thread *t, const struct np_hlist *l)
-{
-	if (!l)
-		return;
-	for (uint32_t i = 0; i < l->n; i++) {
-		if (t)
-			bump(&t->missed[l->h[i].slot]);
-		else
-			atomic_fetch_add(&l->h[i].probe->missed_global, 1);
-	}
-}
-
-static void shadow_push(struct np_thread *t, struct np_ctx *ctx, struct np_site *site,
-			const struct np_hlist *l)
-{
-	if (t->shadow_top >= NP_SHADOW_DEPTH) {
-		for (uint32_t i = 0; i < l->n; i++)
-			if (l->h[i].on_return)
-				bump(&t->missed[l->h[i].slot]);
-		return;
-	}
-	uint64_t slot = np_host_ret_slot(ctx);
-	struct np_shadow_frame *f = &t->shadow[t->shadow_top];
-	f->ret = np_host_ret_get(ctx);
-	f->slot = slot;
-	f->site = site;
-	f->gen = site->gen;
-	f->expect = np_host_ret_trampoline(site->fpu != NP_FPU_NONE);
-	f->ret_pac = site->ret_pac;
-	t->shadow_top++;
-	np_host_ret_set(ctx, f->expect);
-}
-
 /* The inline hit path's return arming (in_site is set by the caller). */
 void np__shadow_arm(struct np_ctx *ctx)
 {
 	struct np_site *site = ctx->site;
-	shadow_push(np_tls_self, ctx, site, atomic_load_explicit(&site->list, memory_order_acquire));
+	np_shadow_push(np_tls_self, ctx, site,
+		       atomic_load_explicit(&site->list, memory_order_acquire));
 }
 
 /* The list a hit may run, or NULL when ctx comes from a retired trampoline
@@ -326,24 +323,13 @@ static const struct np_hlist *site_list(const struct np_ctx *ctx)
 	return ctx->regs.pc == __atomic_load_n(&site->addr, __ATOMIC_RELAXED) ? l : NULL;
 }
 
-/* May this handler run where the trampoline saved no FP/vector state? A
- * handler that may touch it can meet such a trampoline: one built before
- * its probe joined the site, which a thread entered before the rebuilt
- * one was in (a return trampoline chosen at the call's entry, likewise).
- * It is not run there, its hit counted as missed: run, it would change
- * the program's registers. */
-static bool may_run(const struct np_handler *h, bool fpu_saved)
-{
-	return fpu_saved || !h->probe->uses_fpu;
-}
-
 void np__dispatch(struct np_ctx *ctx)
 {
 	struct np_site *site = ctx->site;
 	struct np_thread *t = np_thread_self();
 
 	if (!t || atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
-		miss_all(t, site_list(ctx));
+		np_miss_list(t, site_list(ctx), false, t ? NP_MISS_NESTED : NP_MISS_NO_THREAD);
 		return;
 	}
 	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
@@ -353,160 +339,16 @@ void np__dispatch(struct np_ctx *ctx)
 		bool fpu_saved = !(ctx->kind & NP_CTX_NO_FPU);
 		for (uint32_t i = 0; i < l->n; i++) {
 			const struct np_handler *h = &l->h[i];
-			if (h->on_entry && !may_run(h, fpu_saved)) {
-				bump(&t->missed[h->slot]);
+			if (h->on_entry && !np_handler_may_run(h, fpu_saved)) {
+				np_miss_one(t, h, NP_MISS_VECTOR);
 				continue;
 			}
-			bump(&t->hits[h->slot]);
+			np_bump(&t->hits[h->slot]);
 			if (h->on_entry)
 				h->on_entry(ctx, h->data);
 		}
 		if (l->nret && !ctx->redirect)
-			shadow_push(t, ctx, site, l);
+			np_shadow_push(t, ctx, site, l);
 	}
 	atomic_store_explicit(&t->in_site, NULL, memory_order_release);
-}
-
-static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
-				const struct np_shadow_frame *f)
-{
-	struct np_site *site = f->site;
-	if (atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
-		if (site->gen == f->gen)
-			miss_all(t, atomic_load_explicit(&site->list, memory_order_acquire));
-		return;
-	}
-	atomic_store_explicit(&t->in_site, site, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	const struct np_hlist *l = atomic_load_explicit(&site->list, memory_order_acquire);
-	if (__atomic_load_n(&site->gen, __ATOMIC_RELAXED) != f->gen)
-		l = NULL; /* detached while the call was in flight */
-	ctx->site = site;
-	t->ret_data = f->data;
-	bool fpu_saved = f->expect == np_host_ret_trampoline(true);
-	for (uint32_t i = 0; l && i < l->n; i++) {
-		if (!l->h[i].on_return)
-			continue;
-		if (may_run(&l->h[i], fpu_saved))
-			l->h[i].on_return(ctx, l->h[i].data);
-		else
-			bump(&t->missed[l->h[i].slot]);
-	}
-	atomic_store_explicit(&t->in_site, NULL, memory_order_release);
-}
-
-static void __attribute__((noreturn)) shadow_lost(uint64_t key)
-{
-	static const char msg[] = "nanoprobe: return address lost (stack switched under a "
-				  "return probe); aborting\n";
-	(void)key;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-	}
-	abort();
-}
-
-/* Called by the return trampoline: find this frame's real return address,
- * drop frames that longjmp skipped, run the return handlers. */
-void np__ret_dispatch(struct np_ctx *ctx)
-{
-	struct np_thread *t = np_thread_peek();
-	uint64_t key = np_host_ret_key(ctx);
-	uint32_t i = t ? t->shadow_top : 0;
-
-	while (i > 0 && t->shadow[i - 1].slot != key)
-		i--;
-	if (i == 0)
-		shadow_lost(key);
-	const struct np_shadow_frame f = t->shadow[i - 1];
-	for (uint32_t k = i - 1; k < t->shadow_top; k++)
-		t->shadow[k].data = 0; /* this frame and those longjmp skipped */
-	t->shadow_top = i - 1;
-	ctx->kind = NP_CTX_RETURN | (ctx->kind & ~0xffu);
-	ctx->regs.pc = f.ret;
-	ctx->redirect = 1;
-	run_return_handlers(t, ctx, &f);
-	ctx->regs.pc = f.ret; /* a return handler cannot change where we go */
-}
-
-/* Frames an unwinder is about to walk never return through the trampoline:
- * their return handlers are counted as missed. */
-static void miss_returns(struct np_thread *t, const struct np_shadow_frame *f)
-{
-	if (!f->site->live || f->site->gen != f->gen)
-		return;
-	const struct np_hlist *l = atomic_load_explicit(&f->site->list, memory_order_acquire);
-	for (uint32_t i = 0; l && i < l->n; i++)
-		if (l->h[i].on_return)
-			bump(&t->missed[l->h[i].slot]);
-}
-
-/* Where a frame's return address is now. On x86-64 it is the slot. Where
- * it was a register at the entry (arm64 x30), the function spilled it when
- * it made the call that led here: into its own frame, which lies between
- * its entry sp (the slot) and the entry sp of the next deeper probed frame
- * (or the caller's stack pointer). Scanning down from the slot, the first
- * word that holds what the frame put there is that spill: deeper frames
- * come after it. 0 when none is found. */
-__attribute__((no_sanitize("address"))) static uint64_t *ret_now(const struct np_shadow_frame *f,
-								 uint64_t lo)
-{
-	if (np_host_ret_in_memory())
-		return np_host_ret_strip(*(uint64_t *)f->slot) == f->expect ? (uint64_t *)f->slot
-									     : NULL;
-	for (uint64_t a = (f->slot - 8) & ~(uint64_t)7; a >= lo && a < f->slot; a -= 8)
-		if (np_host_ret_strip(*(uint64_t *)a) == f->expect)
-			return (uint64_t *)a;
-	return NULL;
-}
-
-__attribute__((weak)) uint64_t np_host_ret_strip(uint64_t word)
-{
-	return word;
-}
-
-/* Hosts without pointer authentication keep return addresses as they are
- * (arm64's runtime.c signs them). */
-__attribute__((weak)) uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
-{
-	(void)slot;
-	(void)pac;
-	return ret;
-}
-
-void np_shadow_unwind_all(struct np_thread *t)
-{
-	uint64_t lo = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-	while (t->shadow_top > 0) {
-		struct np_shadow_frame *f = &t->shadow[--t->shadow_top];
-		uint64_t *at = ret_now(f, lo);
-		f->data = 0;
-		if (at) {
-			*at = np_host_ret_sign(f->ret, f->slot, f->ret_pac);
-			miss_returns(t, f);
-		}
-		lo = f->slot;
-	}
-}
-
-/* The entry handlers write the frame about to be pushed (when the site has
- * return handlers and the stack has room); return handlers read the copy
- * taken when their frame was popped. */
-NP_API uint64_t *np_ctx_call_data(struct np_ctx *ctx)
-{
-	struct np_thread *t = np_thread_peek();
-	if (!t)
-		return NULL;
-	if (NP_CTX_KIND(ctx) == NP_CTX_RETURN)
-		return &t->ret_data;
-	const struct np_hlist *l = atomic_load_explicit(&ctx->site->list, memory_order_acquire);
-	if (!l || !l->nret || t->shadow_top >= NP_SHADOW_DEPTH)
-		return NULL;
-	return &t->shadow[t->shadow_top].data;
-}
-
-void np_thread_drop_call_data(struct np_ctx *ctx)
-{
-	uint64_t *data = NP_CTX_KIND(ctx) == NP_CTX_ENTRY ? np_ctx_call_data(ctx) : NULL;
-	if (data)
-		*data = 0;
 }

@@ -1,16 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Return probes versus stack unwinders.
+ * Return probes versus stack unwinders, and versus stack switches.
  *
- * A return probe replaces a return address with the return trampoline. An
- * unwinder walking the stack (a C++ throw, pthread_exit's forced unwind,
- * backtrace()) would find no unwind info for the trampoline and stop, and a
- * C++ exception would end in std::terminate. So before the first return
- * probe goes in, the engine puts entry probes on the unwinder's entry
- * points; their handler writes every real return address of the calling
- * thread back into its stack slot and empties its shadow stack. The frames
- * being unwound then never return through the trampoline: their return
- * handlers are counted as missed, and the program is unaffected.
+ * A return probe replaces a return address with a trampoline. An unwinder
+ * walking the stack (a C++ throw, pthread_exit's and pthread_cancel's
+ * forced unwind, backtrace()) would find no unwind info for the
+ * trampoline and stop: a C++ exception would end in std::terminate. So
+ * before the first return probe goes in, the engine puts entry probes on
+ * every unwinder's entry points; their handler writes the real return
+ * address of each frame the unwinder may walk back where it lives now
+ * (np_shadow_unwind). Those frames then never return through the
+ * trampoline: their return handlers are counted as missed, and the
+ * program is unaffected.
+ *
+ * Which unwinder meets a frame is the program's business: libgcc_s (C++
+ * with the shared runtime; glibc's backtrace and thread cancellation
+ * always), a static copy of libgcc_eh in the executable or in any library
+ * built with -static-libgcc (its functions are local symbols: only the
+ * symbol table names them), LLVM's libunwind, shared or static. One throw
+ * may use two: a program linked with -static-libgcc but the shared
+ * libstdc++ raises through libgcc_s, and its own landing pads resume
+ * through its own copy. So every module's symbol tables are searched,
+ * .symtab included, for the _Unwind_* entry points, at the first return
+ * probe and then for each module loaded since (at every attach and
+ * np_maintain while return probes exist; the agent runs that from its
+ * dlopen hook, before dlopen returns).
+ *
+ * A module with an unwinder of its own and no symbol table (a stripped
+ * executable linked with -static-libgcc) cannot be guarded: an exception
+ * it throws through a return probe would end the program. Return probes
+ * are then refused, with the reason; if they were in place already when
+ * such a module is loaded, they are turned off (np_shadow_disarm): calls
+ * made from then on are not armed, and their returns count as missed.
+ *
+ * swapcontext and setcontext are hooked as well: the frames on the shadow
+ * stack when a thread switches stacks say nothing, by their addresses,
+ * about the stack it comes back on (np_shadow_switch).
  *
  * libgcc_s is loaded here if the program has not loaded it yet; glibc
  * loads it anyway on the first pthread_exit or cancellation.
@@ -18,43 +43,167 @@
 #include "core/internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static const char *const entry_points[] = {
+static const char *const names[] = {
 	"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_ForcedUnwind",
-	"_Unwind_Resume_or_Rethrow", "_Unwind_Backtrace",
+	"_Unwind_Resume_or_Rethrow", "_Unwind_Backtrace", "swapcontext", "setcontext", NULL,
 };
+#define NNAMES (sizeof(names) / sizeof(names[0]) - 1)
+#define FIRST_SWITCHER 5
 
-static bool hooked;
-
+/* The unwinder's entry sp: the stack it will walk from. The handler
+ * itself may run elsewhere (a breakpoint's signal, on an alternate stack:
+ * ASan gives every thread one). */
 static void put_returns_back(struct np_ctx *ctx, void *data)
+{
+	(void)data;
+	struct np_thread *t = np_thread_peek();
+	if (t)
+		np_shadow_unwind(t, np_ctx_sp(ctx));
+}
+
+static void switches_stacks(struct np_ctx *ctx, void *data)
 {
 	(void)ctx, (void)data;
 	struct np_thread *t = np_thread_peek();
 	if (t)
-		np_shadow_unwind_all(t);
+		np_shadow_switch(t);
 }
 
-static void hook(void *fn, const char *name)
+/* What was looked at: modules by load address and the loader's name for
+ * them (a module unloaded and another loaded at its place differ in one
+ * or the other, or are the same file again); functions hooked. */
+struct seen {
+	uint64_t at;
+	char name[256];
+};
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct seen *seen;
+static size_t nseen, capseen;
+static uint64_t *hooked;
+static size_t nhooked, caphooked;
+static bool active;          /* a return probe was asked for */
+static char refusal[512];    /* why return probes are refused, or "" */
+
+static bool grow(void *v, size_t *cap, size_t n, size_t size)
 {
-	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = put_returns_back, .name = name,
-					       .flags = NP_PROBE_NO_FPU);
-	if (fn && !np_probe_attach(fn, &o))
-		np_logf(NP_LOG_WARN, "cannot guard %s: exceptions thrown through functions with "
-				     "return probes may abort", name);
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 32;
+	void *nv = realloc(*(void **)v, c * size);
+	if (!nv)
+		return false;
+	*(void **)v = nv;
+	*cap = c;
+	return true;
 }
 
-/* Called without the engine lock, before the first return probe. */
-void np_unwind_guard_install(void)
+static void hook(uint64_t fn, const char *name)
 {
-	if (__atomic_exchange_n(&hooked, true, __ATOMIC_ACQ_REL))
+	for (size_t i = 0; i < nhooked; i++)
+		if (hooked[i] == fn)
+			return;
+	if (!grow(&hooked, &caphooked, nhooked, sizeof(*hooked)))
 		return;
-	void *gcc_s = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_GLOBAL);
-	for (unsigned i = 0; i < sizeof(entry_points) / sizeof(entry_points[0]); i++) {
-		void *in_gcc_s = gcc_s ? dlsym(gcc_s, entry_points[i]) : NULL;
-		void *global = dlsym(RTLD_DEFAULT, entry_points[i]);
-		hook(in_gcc_s, entry_points[i]);
-		if (global && global != in_gcc_s)
-			hook(global, entry_points[i]); /* a static copy in the program */
+	bool unwinder = strncmp(name, "_Unwind_", 8) == 0;
+	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = unwinder ? put_returns_back
+								   : switches_stacks,
+					       .name = name, .flags = NP_PROBE_NO_FPU);
+	struct np_probe *p = np_probe_attach((void *)(uintptr_t)fn, &o);
+	if (!p) {
+		np_logf(NP_LOG_WARN, "cannot guard %s at %#llx: %s", name, (unsigned long long)fn,
+			unwinder ? "exceptions thrown through functions with return probes may abort"
+				 : "return probes on coroutines may lose track of returns");
+		return;
 	}
+	p->internal = true;
+	hooked[nhooked++] = fn;
+}
+
+/* The modules the loader lists, collected first and looked at after: the
+ * callback runs under the loader's lock. */
+struct loads {
+	struct seen *v;
+	size_t n, cap;
+};
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct loads *l = cookie;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v))) {
+				l->v[l->n].at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+				snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s",
+					 info->dlpi_name ? info->dlpi_name : "");
+				l->n++;
+			}
+			break;
+		}
+	return 0;
+}
+
+/* A module not looked at yet: its guards placed, or the reason return
+ * probes cannot be had from now on. Each is read once. */
+static void look_at(const struct seen *m)
+{
+	uint64_t fn[NNAMES];
+	char path[256];
+	bool unnamed;
+	for (size_t i = 0; i < nseen; i++)
+		if (seen[i].at == m->at && !strcmp(seen[i].name, m->name))
+			return;
+	if (!grow(&seen, &capseen, nseen, sizeof(*seen)))
+		return;
+	seen[nseen++] = *m;
+	if (np_module_functions(m->at, names, fn, &unnamed, path, sizeof(path)))
+		return;
+	for (size_t k = 0; k < NNAMES; k++)
+		if (fn[k])
+			hook(fn[k], names[k]);
+	if (unnamed && !refusal[0])
+		snprintf(refusal, sizeof(refusal),
+			 "%s has a stack unwinder of its own (a static libgcc_eh or libunwind) and no "
+			 "symbol table to find it by: a C++ exception it throws through a return "
+			 "probe would end in std::terminate",
+			 path);
+}
+
+static int refresh_locked(void)
+{
+	struct loads l = {0};
+	dl_iterate_phdr(note_module, &l);
+	for (size_t i = 0; i < l.n; i++)
+		look_at(&l.v[i]);
+	free(l.v);
+	if (!refusal[0])
+		return 0;
+	np_shadow_disarm(refusal);
+	return -EOPNOTSUPP;
+}
+
+/* Called without the engine lock, before return probes go in: from then
+ * on every refresh looks at the modules loaded since. */
+int np_unwind_guard_refresh(bool returns)
+{
+	pthread_mutex_lock(&lock);
+	if (returns && !active) {
+		active = true;
+		dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_GLOBAL);
+	}
+	int err = active ? refresh_locked() : 0;
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+const char *np_unwind_refusal(void)
+{
+	return refusal;
 }

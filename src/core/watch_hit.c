@@ -405,14 +405,18 @@ bool np_watch_trap(siginfo_t *si, void *uc)
 	if (!w || idx >= NP_WATCH_MAX)
 		return true; /* its watch is gone: nothing to run */
 	if (!t) { /* no block for this thread (out of memory): counted */
-		if (atomic_load(&e->gen) == gen)
+		if (atomic_load(&e->gen) == gen) {
 			atomic_fetch_add(&e->missed_no_block, 1);
+			np_miss_why(NULL, NP_MISS_NO_THREAD);
+		}
 		return true;
 	}
 	if (atomic_load_explicit(&t->in_site, memory_order_relaxed)) {
 		/* an access from a handler: counted, not reported */
-		if (atomic_load(&e->gen) == gen)
+		if (atomic_load(&e->gen) == gen) {
 			bump(&t->missed[atomic_load(&e->slot)]);
+			np_miss_why(t, NP_MISS_NESTED);
+		}
 		return true;
 	}
 	atomic_store_explicit(&t->in_site, &w->token, memory_order_relaxed);

@@ -55,6 +55,7 @@ THREADS = _path("NP_PROG_THREADS", "tests/cli/threads")
 PLUGIN_HOST = _path("NP_PROG_PLUGIN_HOST", "tests/cli/plugin_host")
 SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
 SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
+JUMPER = _path("NP_PROG_JUMPER", "tests/cli/jumper")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
@@ -1278,6 +1279,23 @@ def latency():
         R.eq((st.get("unit"), st.get("count")), ("usecs", n), f"-j: stats count {n}")
         R.check(st["min"] <= st["average"] <= st["max"] and st["min"] * n <= st["total"],
                 "-j: min <= average <= max, total consistent")
+
+
+@case
+def latency_says_why_returns_were_lost():
+    # longjmp out of every call: none returns, each is counted, and the
+    # report names longjmp, not a handler or an untracked thread
+    n = 200
+    p = np("latency", "-o", os.devnull, "leap", "--", JUMPER, n)
+    R.eq(p.returncode, 0, "latency over longjmps exits 0", describe(p))
+    R.eq(p.stdout, plain([JUMPER, n]), "jumper's output unchanged", describe(p))
+    m = re.search(r"nanoprobe latency: (\d+) return events not recorded: the call was left "
+                  r"without returning \(longjmp", p.stderr)
+    R.check(m, "the lost returns are said to be left by longjmp", describe(p))
+    # the last round's four frames may wait for a later call to be found
+    R.check(m and 4 * n - 4 <= int(m.group(1)) <= 4 * n, f"about {4 * n} of them", describe(p))
+    R.check("inside a handler" not in p.stderr and "while a handler" not in p.stderr
+            and "could not track" not in p.stderr, "and no other reason", describe(p))
 
 
 # --------------------------------------------------------------------------

@@ -51,8 +51,9 @@ static void setup(struct fixture *f)
 	f->fd = memfd_create("test-rings", 0);
 	CHECK(f->fd >= 0 && ftruncate(f->fd, (off_t)size) == 0);
 	struct np_shm_header *h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-	*h = (struct np_shm_header){NP_PROTO_MAGIC, NP_PROTO_VERSION, NPROBES, 1, RING_BYTES,
-				    stride, 0, 0, 0, 0};
+	*h = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
+				    .nprobes = NPROBES, .nrings = 1, .ring_bytes = RING_BYTES,
+				    .ring_stride = stride};
 	f->ring = np_shm_ring(h, NPROBES, stride, 0);
 	f->ring->state = NP_RING_OWNED;
 	f->ring->tid = getpid();

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make install PREFIX=DIR, then build and run a program against the result
-# with pkg-config alone, shared and static.
+# with pkg-config alone, shared and static, and a C++ one.
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -17,9 +17,13 @@ LD_LIBRARY_PATH="$work/prefix/lib" "$work/shared"
 cc "$src/tests/install/consumer.c" -o "$work/static" $(pkg-config --cflags nanoprobe) \
 	"$work/prefix/lib/libnanoprobe.a" $(pkg-config --static --libs-only-l nanoprobe | sed 's/-lnanoprobe//')
 "$work/static"
+# the header from C++, as the README uses it, warnings as errors
+c++ -std=c++17 -Wall -Wextra -Werror "$src/tests/install/consumer_cxx.cpp" -o "$work/cxx" \
+	$(pkg-config --cflags --libs nanoprobe)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/cxx"
 # the installed command finds the installed agent (no build tree, no env)
 out=$(env -u NANOPROBE_AGENT "$work/prefix/bin/nanoprobe" count -j main -- "$work/static" 2>&1) ||
 	{ echo "installed nanoprobe failed: $out"; exit 1; }
 echo "$out" | grep -q '"func":"main",.*"count":1[,}]' ||
 	{ echo "installed nanoprobe did not count main once: $out"; exit 1; }
-echo "2 passed, 0 failed"
+echo "3 passed, 0 failed"

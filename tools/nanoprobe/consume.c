@@ -268,6 +268,8 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 		ring_add(c, ring_at(c, i), now);
 	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
 	now->missed = f->missed;
+	for (int r = 0; r < NP_SHM_MISS_REASONS; r++)
+		now->missed_why[r] = c->shm ? c->shm->missed_why[r] : f->missed_why[r];
 	for (uint32_t i = 0; c->shm && i < c->nprobes; i++) {
 		uint64_t m = np_shm_missed(c->shm)[i];
 		now->missed += m;

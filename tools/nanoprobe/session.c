@@ -23,6 +23,7 @@
 
 #include "consume.h"
 #include "agent/vm.h"
+#include <nanoprobe/nanoprobe.h>
 #include "inject.h"
 #include "launch.h"
 
@@ -550,13 +551,45 @@ int session_finish(const struct session_opts *o)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
 }
 
+/* What the engine says of each kind of miss (enum np_miss_reason). */
+static const char *const miss_why[NP_MISS_REASONS] = {
+	[NP_MISS_NESTED] = "hits not recorded: the probed code ran while a handler was running "
+			   "on its thread (a signal handler interrupted it, or a handler called it)",
+	[NP_MISS_NO_THREAD] = "hits not recorded: no memory was left for a thread's state",
+	[NP_MISS_VECTOR] = "hits not recorded: a handler that may change vector registers met a "
+			   "trampoline built before it, which does not save them",
+	[NP_MISS_SHADOW_FULL] = "return events not recorded: more than 16,384 calls with return "
+				"probes were in flight on one thread (deep recursion)",
+	[NP_MISS_LEFT] = "return events not recorded: the call was left without returning "
+			 "(longjmp, siglongjmp, a coroutine never resumed)",
+	[NP_MISS_UNWOUND] = "return events not recorded: a stack unwinder went over the call (a "
+			    "C++ exception, thread exit or cancellation, backtrace())",
+	[NP_MISS_UNGUARDED] = "return events not recorded: return probes were turned off when a "
+			      "module was loaded whose own unwinder cannot be found",
+};
+
+/* Misses by reason; what no reason covers (a miss counted before the
+ * session's base was taken, say) as one more line. */
+static void report_missed(const struct session_opts *o, const struct totals *t)
+{
+	uint64_t told = 0;
+	for (int r = 0; r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++) {
+		uint64_t n = t->missed_why[r] < t->missed - told ? t->missed_why[r]
+								  : t->missed - told;
+		if (n)
+			fprintf(stderr, "nanoprobe %s: %llu %s\n", o->verb, (unsigned long long)n,
+				miss_why[r]);
+		told += n;
+	}
+	if (t->missed > told)
+		fprintf(stderr, "nanoprobe %s: %llu hits not recorded\n", o->verb,
+			(unsigned long long)(t->missed - told));
+}
+
 void session_report(const struct session_opts *o, const struct probe_set *set,
 		    const struct totals *t)
 {
-	if (t->missed)
-		fprintf(stderr, "nanoprobe %s: %llu hits not recorded: the probed code ran inside "
-				"a handler, or on a thread the engine could not track yet\n",
-			o->verb, (unsigned long long)t->missed);
+	report_missed(o, t);
 	if (t->drops || t->no_ring)
 		fprintf(stderr, "nanoprobe %s: %llu events lost to full buffers (--buffer-kb), "
 				"%llu hits of threads that found every buffer taken\n",

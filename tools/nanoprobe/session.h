@@ -59,6 +59,7 @@ struct totals {
 	uint64_t corrupt;   /* records the command refused to read */
 	uint64_t missed;    /* hits the engine could not hand to a handler */
 	uint64_t *missed_by_probe; /* the same, per probe */
+	uint64_t missed_why[NP_SHM_MISS_REASONS]; /* the same, by reason */
 };
 
 struct session_ops {

@@ -55,6 +55,7 @@ extern const uint8_t np_x86_enter_slow_imm[], np_x86_enter_done_rel[];
 extern const uint8_t np_x86_handler_tls[], np_x86_handler_hits[], np_x86_handler_data[];
 extern const uint8_t np_x86_handler_fn[], np_x86_count_tls[], np_x86_count_hits[];
 extern const uint8_t np_x86_arm_fn[], np_x86_arm_tls[], np_x86_arm_expect[], np_x86_leave_tls[];
+extern const uint8_t np_x86_arm_flags[];
 extern const uint8_t np_x86_ret_call_jz[], np_x86_ret_call_call[], np_x86_ret_save_site[];
 extern const uint8_t np_x86_ret_enter_tls[], np_x86_ret_enter_site[], np_x86_ret_enter_version[];
 extern const uint8_t np_x86_ret_enter_slow[], np_x86_ret_enter_done_rel[];
@@ -83,6 +84,7 @@ _Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: cmpq $0, (blo
 _Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: cmpl $v, (site)");
 /* the inline return path (tramp.S: T_*, F_*, S_GEN, SHADOW_DEPTH) */
 _Static_assert(offsetof(struct np_thread, shadow_top) == 12, "tramp.S: T_TOP");
+_Static_assert(offsetof(struct np_thread, shadow_limit) == 20, "tramp.S: T_LIMIT");
 _Static_assert(offsetof(struct np_thread, ret_data) == 24, "tramp.S: T_RET_DATA");
 _Static_assert(offsetof(struct np_thread, shadow) == 1048608, "tramp.S: T_SHADOW");
 _Static_assert(sizeof(struct np_shadow_frame) == 48, "tramp.S: FRAME_ADDR");
@@ -90,11 +92,12 @@ _Static_assert(offsetof(struct np_shadow_frame, ret) == 0 &&
 		       offsetof(struct np_shadow_frame, slot) == 8 &&
 		       offsetof(struct np_shadow_frame, site) == 16 &&
 		       offsetof(struct np_shadow_frame, gen) == 24 &&
+		       offsetof(struct np_shadow_frame, flags) == 28 &&
 		       offsetof(struct np_shadow_frame, data) == 32 &&
 		       offsetof(struct np_shadow_frame, expect) == 40,
 	       "tramp.S: F_*");
 _Static_assert(offsetof(struct np_site, gen) == 40, "tramp.S: S_GEN");
-_Static_assert(NP_SHADOW_DEPTH == 16384 && NP_CTX_ARMED == 0x400, "tramp.S");
+_Static_assert(NP_CTX_ARMED == 0x400, "tramp.S: CTX_ARMED");
 
 /* A template piece being copied out, with the slots to fill in it. */
 struct slot {
@@ -235,7 +238,8 @@ static void add_calls(struct block *b, const struct np_site *site)
 	}
 	if (has_return_handlers(site))
 		add(b, PIECE(np_x86_arm, S4(np_x86_arm_tls, self_disp),
-			     S8(np_x86_arm_expect, 0), S8(np_x86_arm_fn, &np__shadow_arm)));
+			     S8(np_x86_arm_expect, 0), S8(np_x86_arm_fn, &np__shadow_arm),
+			     S4(np_x86_arm_flags, site->fpu == NP_FPU_FULL ? NP_RET_FPU : 0)));
 	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
 	/* the slow path jumps over the inline calls, to after 'leave' */
 	set_rel(b, enter, 4, np_x86_enter_done_rel, b->n, 0);

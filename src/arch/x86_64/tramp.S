@@ -21,16 +21,17 @@
 
 /* Layouts the templates use, checked against the C structs in runtime.c. */
 #define T_TOP 12			/* np_thread.shadow_top */
+#define T_LIMIT 20			/* np_thread.shadow_limit */
 #define T_RET_DATA 24			/* np_thread.ret_data */
 #define T_SHADOW 1048608		/* np_thread.shadow */
 #define F_RET 0				/* np_shadow_frame fields, 48 bytes each */
 #define F_SLOT 8
 #define F_SITE 16
 #define F_GEN 24
+#define F_FLAGS 28
 #define F_DATA 32
 #define F_EXPECT 40
 #define S_GEN 40			/* np_site.gen */
-#define SHADOW_DEPTH 16384
 #define CTX_ARMED 0x400			/* NP_CTX_ARMED in ctx.kind */
 
 #define SLOT(name) .byte 0x48, 0xb8; .globl name; .hidden name; name: .quad 0
@@ -251,24 +252,40 @@ END(np_x86_count)
 	lea T_SHADOW(%rax, %rdx), %rdx
 
 /* Arm the return unless a handler redirected the call: push the frame,
- * mark ctx. A full shadow stack goes to np__shadow_arm, which counts the
- * miss. rbx = ctx; rax, rcx, rdx, rsi, rdi, r8 are saved in ctx. */
+ * mark ctx. Anything unusual goes to np__shadow_arm (shadow.c), which
+ * arms the return in place, as the C path does: a full shadow stack, or
+ * return probes turned off (shadow_limit 0), count a miss there; a frame
+ * on top whose slot is below this call's, or at it without this call
+ * having inherited its trampoline by a tail call, may be one that a
+ * longjmp or a switch of stacks left, and C judges it. A frame above is
+ * this call's caller's, or on another stack: pushed over. rbx = ctx; rax,
+ * rcx, rdx, rsi, rdi, r8 are saved in ctx, and every caller-saved
+ * register may be clobbered (handlers are C). */
 TEMPLATE(np_x86_arm)
 	cmpl $0, 12(%rbx)
 	jne 2f
 	TLS_LOAD(np_x86_arm_tls)	/* the block: the guard found it */
 	mov T_TOP(%rax), %ecx
-	cmp $SHADOW_DEPTH, %ecx
+	cmp T_LIMIT(%rax), %ecx
 	jae 1f
 	FRAME_ADDR
 	mov 48(%rbx), %rsi		/* entry rsp: the return address's slot */
 	mov (%rsi), %rdi
-	mov %rdi, F_RET(%rdx)
+	test %ecx, %ecx
+	jz 3f
+	cmp %rsi, F_SLOT-48(%rdx)	/* the frame on top */
+	ja 3f
+	jb 1f
+	cmp %rdi, F_EXPECT-48(%rdx)	/* the same slot: a tail call from it? */
+	jne 1f
+3:	mov %rdi, F_RET(%rdx)
 	mov %rsi, F_SLOT(%rdx)
 	mov 0(%rbx), %rdi		/* ctx.site */
 	mov %rdi, F_SITE(%rdx)
 	mov S_GEN(%rdi), %r8d
 	mov %r8d, F_GEN(%rdx)
+	.byte 0xc7, 0x42, F_FLAGS	/* movl $flags, F_FLAGS(%rdx): NP_RET_FPU */
+	IMM32(np_x86_arm_flags)
 	.byte 0x48, 0xbf		/* movabs $return_point, %rdi */
 	.globl np_x86_arm_expect; .hidden np_x86_arm_expect
 np_x86_arm_expect: .quad 0
