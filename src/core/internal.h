@@ -379,9 +379,13 @@ int np_code_read(uint64_t addr, void *dst, size_t len);
 void np_sync_cores(void);     /* serialise instruction fetch on every core */
 void np_barrier_threads(void); /* full memory barrier on every running thread */
 /* Move threads whose pc lies in (start, end) to the address map() gives.
- * Returns 0 or -EAGAIN when a thread could not be checked. */
+ * Threads blocked in a system call are not disturbed: one that would come
+ * back to such a pc is passed to stuck() (the caller gives up the bytes
+ * around it), or, with no stuck(), fails the call with -EAGAIN. Returns 0
+ * or -EAGAIN when a thread could not be checked. */
 int np_threads_move_out(uint64_t start, uint64_t end,
-			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
+			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie,
+			void (*stuck)(void *cookie, uint64_t pc));
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
 /* Patches of n regions, each no longer than the breakpoint (bytes[i] at
  * r[i]->start), written breakpoint first, step by step for all of them,
@@ -399,7 +403,9 @@ bool np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t e
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are
- * left there (their pc is checked) so that no call fails with EINTR.
+ * left there (their pc and stack are checked from outside, and one that
+ * would come back inside fails the stop with -EAGAIN) so that no call
+ * fails with EINTR.
  * new_code: the bytes become other than the original (a jump): threads
  * that may be on their way through a trampoline landing inside them are
  * counted (patch.c). Under qemu-user, every guest thread must answer;
