@@ -588,6 +588,54 @@ TEST(a_threads_first_hit_in_a_vfork_child_takes_no_block)
 	CHECK_EQ(e2e_detach_free(f.p), 0);
 }
 
+/* A vfork child runs our code in our memory without being one of our
+ * threads: no signal reaches it, nothing moves it out of bytes being
+ * replaced. A patch that may have to move threads waits until it is gone
+ * (or gives up: EAGAIN). */
+static volatile int vchild_running, vchild_stop, vchild_done, vchild_wrong;
+
+static void *vfork_and_loop(void *arg)
+{
+	(void)arg;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		vchild_running = 1;
+		for (uint64_t i = 0; !vchild_stop; i++)
+			vchild_wrong += third_p(i) != i + 77;
+		for (uint64_t i = 0; i < 200; i++) /* a while after the attach began */
+			vchild_wrong += third_p(i) != i + 77;
+		vchild_done = 1;
+		_exit(0);
+	}
+	reap(pid);
+	return NULL;
+}
+
+TEST(a_patch_waits_for_a_vfork_child_running_the_code)
+{
+	if (!vfork_shares()) {
+		printf("# vfork is a fork here: not run\n");
+		return;
+	}
+	for (int round = 0; round < 5; round++) {
+		struct e2e_counter c;
+		pthread_t t;
+		vchild_running = vchild_stop = vchild_done = vchild_wrong = 0;
+		CHECK_EQ(pthread_create(&t, NULL, vfork_and_loop, NULL), 0);
+		while (!vchild_running)
+			sched_yield();
+		vchild_stop = 1;
+		errno = 0;
+		struct np_probe *p = count_on((void *)third_fn, &c, NP_STRATEGY_JUMP);
+		int err = errno, done = vchild_done;
+		pthread_join(t, NULL);
+		CHECK(p ? done == 1 : err == EAGAIN); /* never while the child ran */
+		CHECK_EQ(vchild_wrong, 0);
+		if (p)
+			CHECK_EQ(e2e_detach_free(p), 0);
+	}
+}
+
 /* What posix_spawn's child runs before its exec, probed: it shares the
  * parent's memory, with every signal blocked and every handler reset,
  * so only jumps can run there (a breakpoint would kill it:
