@@ -39,6 +39,7 @@ struct blocked {
 	bool timed;
 	long (*call)(struct blocked *b);
 	int secs;
+	bool started;
 	_Atomic pid_t tid;
 	pthread_t thread;
 	long r;
@@ -209,6 +210,7 @@ static inline int blocked_prepare(int secs)
 
 static inline void blocked_run(struct blocked *b)
 {
+	b->started = true;
 	b->tid = (pid_t)syscall(SYS_gettid);
 	errno = 0;
 	b->r = b->call(b);
@@ -226,6 +228,7 @@ static inline int blocked_start(const struct blocked *except)
 {
 	for (int i = 0; i < BLOCKED_KINDS; i++)
 		if (&blocked_all[i] != except &&
+		    (blocked_all[i].started = true) &&
 		    pthread_create(&blocked_all[i].thread, NULL, blocked_thread, &blocked_all[i]))
 			return -1;
 	return 0;
@@ -244,13 +247,13 @@ static inline bool blocked_in_syscall(pid_t tid)
 	return got && line[0] != 'r' && line[0] != '-';
 }
 
-/* Up to 30 s for every kind on a thread (all but 'except') to block. */
+/* Up to 30 s for every kind started on a thread (not 'except') to block. */
 static inline int blocked_wait(const struct blocked *except)
 {
 	for (int n = 0; n < 30000; n++) {
 		int ready = 0;
 		for (int i = 0; i < BLOCKED_KINDS; i++)
-			ready += &blocked_all[i] == except ||
+			ready += &blocked_all[i] == except || !blocked_all[i].started ||
 				 (blocked_all[i].tid && blocked_in_syscall(blocked_all[i].tid));
 		if (ready == BLOCKED_KINDS)
 			return 0;
@@ -264,7 +267,7 @@ static inline void blocked_release(void)
 {
 	for (int i = 0; i < BLOCKED_KINDS; i++) {
 		struct blocked *b = &blocked_all[i];
-		if (b->timed)
+		if (b->timed || !b->started)
 			continue;
 		if (b->call == b_futex) {
 			__atomic_store_n(&b->word, 1, __ATOMIC_SEQ_CST);
@@ -327,6 +330,8 @@ static inline int blocked_report(const struct blocked *except, FILE *out)
 	char why[160];
 	for (int i = 0; i < BLOCKED_KINDS; i++) {
 		struct blocked *b = &blocked_all[i];
+		if (!b->started)
+			continue;
 		if (b != except)
 			pthread_join(b->thread, NULL);
 		const char *w = blocked_wrong(b, why, sizeof why);
