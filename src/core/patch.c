@@ -344,27 +344,35 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
  * call it is in ("nr args... sp pc", or "-1 sp pc" outside one) and its
  * user stack pointer and pc. */
 struct sight {
-	enum { SEEN_GONE, SEEN_RUNNING, SEEN_BLOCKED, SEEN_FOREIGN } state;
+	enum { SEEN_GONE, SEEN_RUNNING, SEEN_BLOCKED, SEEN_FOREIGN, SEEN_GUEST } state;
 	long nr;
 	uint64_t arg[6], sp, pc;
 };
+
+static uint64_t guest_syscall_pc(void);
 
 /* On Linux a blocked thread's user pc is the program's (libc, the vDSO).
  * Under qemu-user it is the emulator's own (SEEN_FOREIGN, only looked for
  * when 'foreign' is asked): the thread is either a guest thread waiting
  * in the emulator, whose guest pc is unknown (it may sit between two
  * translated blocks, anywhere, even inside the range), or one of the
- * emulator's own threads. */
+ * emulator's own threads; or a guest thread waiting in a system call of
+ * the program's (SEEN_GUEST: its pc is qemu's one way into the host's
+ * system calls, guest_syscall_pc). */
 static struct sight look_at(int tid, bool foreign)
 {
 	char path[64], buf[256];
 	struct sight s = {.state = SEEN_GONE, .nr = -1};
+	/* open and read, not stdio: this runs while threads that may hold
+	 * malloc's lock are held in the stop's handler (wait_stopped) */
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return s;
-	char *line = fgets(buf, sizeof(buf), f);
-	fclose(f);
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = 0;
+	char *line = len > 0 ? buf : NULL;
 	uint64_t v[9];
 	int n = 0;
 	for (char *at = line, *next; at && n < 9; at = next) {
@@ -388,8 +396,29 @@ static struct sight look_at(int tid, bool foreign)
 	 * its thread is asked, which is always safe. */
 	struct np_map m;
 	if (foreign && (np_maps_lookup_cached(s.pc, &m) || !m.x))
-		s.state = SEEN_FOREIGN;
+		s.state = s.pc == guest_syscall_pc() ? SEEN_GUEST : SEEN_FOREIGN;
 	return s;
+}
+
+/* qemu-user runs every system call of the program through one host
+ * instruction (its safe_syscall), the pc /proc shows for a guest thread
+ * blocked in one and for this thread while it reads its own syscall file.
+ * Learnt once; 0 natively, where that pc is the program's own (libc). */
+bool np_emulated(void)
+{
+	return guest_syscall_pc() != 0;
+}
+
+static uint64_t guest_syscall_pc(void)
+{
+	static uint64_t pc;
+	static bool known;
+	if (!known) {
+		known = true; /* before the look, which asks again */
+		struct sight self = look_at((int)syscall(SYS_gettid), true);
+		pc = self.state == SEEN_FOREIGN ? self.pc : 0;
+	}
+	return pc;
 }
 
 /* Is the thread waiting for a vfork child (a vfork, or a clone or clone3
@@ -535,21 +564,42 @@ static bool answered(int tid)
 	return false;
 }
 
-static bool gone(int tid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-	return access(path, F_OK) != 0;
-}
-
 static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 {
 	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
 }
 
+static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
+				  bool risky);
+
+/* A thread asked that has not answered: one that has exited since, or
+ * that waits in a system call now (one that blocks the signal, or waits
+ * in a handler of the signal's that blocks it: the SIGTRAP handler, on
+ * its way into the engine lock that the patch holds), judged as the
+ * blocked ones were. 1 out, 0 not yet, -EAGAIN: it cannot be left. */
+static int left_since(int tid)
+{
+	struct sight s = look_at(tid, true);
+	if (s.state == SEEN_GONE)
+		return 1;
+	if (s.state != SEEN_BLOCKED && s.state != SEEN_GUEST)
+		return 0;
+	struct inside in = {req.start, req.end, req.map, req.cookie};
+	bool risky = atomic_load(&req.hold) && atomic_load(&req.risky);
+	enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(tid, &s, &in, risky) : LEAVE;
+	if (v == STUCK || v == VFORK)
+		return -EAGAIN;
+	if (v == BUSY || (s.state == SEEN_GUEST && risky))
+		atomic_fetch_add(&req.busy, 1);
+	if (v == NESTED)
+		atomic_fetch_add(&req.nested, 1);
+	return 1;
+}
+
 /* Until every asked thread answered or exited. No thread is taken for
  * stopped without its answer (the count of answers is not enough: a late
- * one from an earlier round counts too). A thread that has not answered
+ * one from an earlier round counts too), or without being seen waiting
+ * in a system call since (left_since). A thread that has not answered
  * when no answer came for STOP_PATIENCE fails the patch with EAGAIN: it
  * blocks the signal, or the machine is too loaded to run it. */
 #define STOP_PATIENCE_NS 2000000000L
@@ -571,8 +621,10 @@ static int wait_stopped(const int *tids, int n)
 		}
 		bool look = elapsed_ns(&looked, &now) > GONE_EVERY_NS;
 		for (int i = 0; i < n; i++) {
-			if (!out[i])
-				out[i] = answered(tids[i]) || (look && gone(tids[i]));
+			int left = !out[i] && !answered(tids[i]) && look ? left_since(tids[i]) : 0;
+			if (left < 0)
+				return left;
+			out[i] = out[i] || left || answered(tids[i]);
 			missing += !out[i];
 		}
 		if (look)
@@ -626,7 +678,10 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 			log_stuck(all[i], s.pc), err = -EAGAIN;
 		else if (v == VFORK)
 			err = -EAGAIN;
-		busy += v == BUSY;
+		/* waiting in the program's system call under qemu-user: left
+		 * there too, but its way back cannot be seen (its guest pc and
+		 * stack are the emulator's secret): taken for busy */
+		busy += v == BUSY || (s.state == SEEN_GUEST && risky);
 		nested += v == NESTED;
 	}
 	if (err)
