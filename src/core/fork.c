@@ -50,7 +50,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -109,6 +111,11 @@ static bool lock_mine(void)
 
 static _Atomic pid_t *owner_page; /* MADV_WIPEONFORK, or NULL: owner_pid */
 static _Atomic pid_t owner_pid;
+/* Without a page that works: is a child with another pid a copy? Under
+ * qemu-user, which ignores MADV_WIPEONFORK and runs vfork as a fork, it
+ * is; on a kernel without MADV_WIPEONFORK (before 4.14) it may share our
+ * memory, and is taken for one that does. */
+static bool other_pid_is_copy;
 static bool unrecoverable;        /* forked while another thread held the lock */
 #define SETTLING ((pid_t)-1)
 
@@ -122,10 +129,16 @@ static _Atomic pid_t *owner(void)
 	return owner_page ? owner_page : &owner_pid;
 }
 
+/* A child whose fork handlers did not run, with a copy of the memory? */
+static bool unprepared_copy(pid_t o)
+{
+	return o == 0 || (other_pid_is_copy && o != SETTLING && o != getpid_raw());
+}
+
 bool np_fork_shares_memory(void)
 {
 	pid_t o = atomic_load(owner());
-	return o != 0 && o != SETTLING && o != getpid_raw();
+	return o != 0 && o != SETTLING && o != getpid_raw() && !other_pid_is_copy;
 }
 
 /* In the child, before anything else of the engine runs there: the state
@@ -148,8 +161,8 @@ static __thread bool took_for_fork __attribute__((tls_model("initial-exec")));
  * process held the lock. */
 static int adopt(void)
 {
-	pid_t empty = 0;
-	if (!atomic_compare_exchange_strong(owner(), &empty, SETTLING)) {
+	pid_t empty = atomic_load(owner());
+	if (!unprepared_copy(empty) || !atomic_compare_exchange_strong(owner(), &empty, SETTLING)) {
 		while (atomic_load(owner()) == SETTLING)
 			sched_yield();
 		return unrecoverable ? -ENOTRECOVERABLE : 0;
@@ -170,7 +183,7 @@ static int fork_state(void)
 	pid_t o = atomic_load(owner());
 	if (o && o != SETTLING && o == getpid_raw())
 		return unrecoverable ? -ENOTRECOVERABLE : 0;
-	return o && o != SETTLING ? -EPERM : adopt();
+	return o == SETTLING || unprepared_copy(o) ? adopt() : -EPERM;
 }
 
 static int fork_check(void)
@@ -247,7 +260,7 @@ static void quiesce(struct quiesce *v, size_t n)
 
 void np_engine_unlock(void)
 {
-	if (atomic_load(owner()) == 0)
+	if (unprepared_copy(atomic_load(owner())))
 		adopt(); /* a child forked inside this operation, by _Fork */
 	struct quiesce *v = queued;
 	size_t n = nqueued;
@@ -288,14 +301,34 @@ static void after_fork_child(void)
 	}
 }
 
+/* Does the kernel empty p in a child? Its flags in /proc/self/smaps say
+ * "wf" (qemu-user accepts the madvise and does nothing). Once. */
+static bool wiped_on_fork(const void *p)
+{
+	char line[512], start[32];
+	bool in = false, wf = false;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)(uintptr_t)p);
+	while (f && !wf && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "VmFlags:", 8))
+			wf = in && strstr(line, " wf") != NULL;
+		else if (strchr(line, '-') && line[0] != ' ' && strchr(line, ' ') > strchr(line, '-'))
+			in = !strncmp(line, start, strlen(start));
+	}
+	if (f)
+		fclose(f);
+	return wf;
+}
+
 int np_fork_init(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0)
+	if (p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0 && wiped_on_fork(p))
 		owner_page = p;
-	else if (p != MAP_FAILED) /* before Linux 4.14: every other pid is a vfork child */
+	else if (p != MAP_FAILED)
 		munmap(p, (size_t)pg);
+	other_pid_is_copy = !owner_page && np_emulated();
 	atomic_store(owner(), getpid_raw());
 	int err = pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	return -err;
