@@ -13,6 +13,10 @@ and reports how each came back. Around those waits:
      few probes (the main thread's sleep is a restarted one by then);
   3. -- CMD with 'c:*', libm's probes placed by the agent when the
      program loads it while every kind waits, then -d ends the session.
+In 2 and 3 the program also forks a child that loads libm: the agent's
+dlopen hook then runs in a child, whose control thread is its parent's
+(it must not wait for it: docs/reliability.md, "Children of a probed
+process").
 Every call must report "ok": nanosleep 0 with its remaining-time buffer
 untouched, epoll_wait its one event, sigtimedwait EAGAIN, and so on.
 Nothing here measures time; a call whose timeout ran out before the
@@ -131,6 +135,14 @@ def wait_all_blocked(pid):
     return False
 
 
+def agent_mapped(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "libnanoprobe-agent" in f.read()
+    except OSError:
+        return False
+
+
 def nanoprobe(*args):
     return subprocess.run([NANOPROBE] + [str(a) for a in args], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, env=ENV, timeout=TIMEOUT)
@@ -181,9 +193,20 @@ def injected_into_all_kinds():
     prog, pid = sleepers("nanosleep", 15, "threads")
     R.check(pid and wait_all_blocked(pid), "every thread waits")
     if pid:
-        res = nanoprobe("count", "-p", pid, "-d", "1", "c:*")
-        R.eq(res.returncode, 0, "nanoprobe count -p 'c:*' exits 0",
-             res.stdout[-2000:] + res.stderr[-2000:])
+        session = subprocess.Popen([NANOPROBE, "count", "-p", str(pid), "-d", "3", "c:*"],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=ENV)
+        for _ in range(1000):  # the agent is there (its socket name is in maps)
+            if agent_mapped(pid):
+                break
+            time.sleep(0.01)
+        prog.say("fork")
+        child = prog.line(lambda l: l.startswith("child "))
+        out, err = session.communicate(timeout=TIMEOUT)
+        R.eq(session.returncode, 0, "nanoprobe count -p 'c:*' exits 0",
+             out[-2000:] + err[-2000:])
+        R.eq(child, "child 0\n", "a child that loads a library under the agent exits 0",
+             "".join(prog.seen))
         # the main thread's sleep is a restarted one now
         res = nanoprobe("count", "-p", pid, "-d", "0.3", "c:malloc")
         R.eq(res.returncode, 0, "a second session exits 0", res.stderr[-2000:])
@@ -203,6 +226,9 @@ def preloaded():
     prog.say("dlopen")  # the agent places libm's probes around the waits
     R.check(prog.line(lambda l: l.startswith("dlopened")) == "dlopened ok\n",
             "libm is loaded and cos(0) is 1", "".join(prog.seen))
+    prog.say("fork")
+    R.eq(prog.line(lambda l: l.startswith("child ")), "child 0\n",
+         "a child that loads a library under the agent exits 0", "".join(prog.seen))
     R.check(prog.line(lambda l: l.split()[:1] == ["libm.so.6:cos"]) is not None,
             "the session ends (-d 4) and counts libm's cos", "".join(prog.seen))
     prog.say("release")

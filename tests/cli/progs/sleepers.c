@@ -9,12 +9,16 @@
  * `threads`, every other kind waits on a thread of its own. The calls with
  * a timeout wait SECS seconds. Lines on stdin: `dlopen` loads libm (whose
  * probes a preloaded agent then places around the waiting threads) and
- * says `dlopened`; `release` gives each call without a timeout its event.
+ * says `dlopened`; `fork` forks a child that loads libm too (the agent's
+ * dlopen hook runs in a child, whose control thread is its parent's) and
+ * says `child N` with its exit status; `release` gives each call without
+ * a timeout its event.
  * At the end, one line per call ("ok KIND", or "BAD KIND: what differs"),
  * exit status 1 if any differs.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "blocked.h"
 
@@ -27,6 +31,17 @@ static void *commands(void *arg)
 			void *h = dlopen("libm.so.6", RTLD_NOW);
 			double (*cosine)(double) = h ? (double (*)(double))dlsym(h, "cos") : NULL;
 			printf("dlopened %s\n", cosine && cosine(0.0) == 1.0 ? "ok" : "failed");
+			fflush(stdout);
+		} else if (!strncmp(line, "fork", 4)) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				alarm(30); /* a child that hangs dies of it */
+				void *h = dlopen("libm.so.6", RTLD_NOW);
+				_exit(h && dlsym(h, "sin") ? 0 : 1);
+			}
+			int st = -1;
+			waitpid(pid, &st, 0);
+			printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 			fflush(stdout);
 		} else if (!strncmp(line, "release", 7)) {
 			blocked_release();
