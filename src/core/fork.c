@@ -323,7 +323,11 @@ static bool wiped_on_fork(const void *p)
 int np_fork_init(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* not even tried under an emulator: a page mapped there and let go
+	 * moves where the program's later mappings go */
+	void *p = np_emulated() ? MAP_FAILED
+				: mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0 && wiped_on_fork(p))
 		owner_page = p;
 	else if (p != MAP_FAILED)
