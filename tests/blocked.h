@@ -90,14 +90,18 @@ static inline long b_epoll(struct blocked *b)
 
 static inline long b_poll_timed(struct blocked *b)
 {
-	b->pfd = (struct pollfd){b->fd[0], POLLIN, 0};
-	return poll(&b->pfd, 1, b->secs * 1000);
+	struct pollfd p = {b->fd[0], POLLIN, 0};
+	long r = poll(&p, 1, b->secs * 1000);
+	b->pfd = p;
+	return r;
 }
 
 static inline long b_poll(struct blocked *b)
 {
-	b->pfd = (struct pollfd){b->fd[0], POLLIN, 0};
-	return poll(&b->pfd, 1, -1);
+	struct pollfd p = {b->fd[0], POLLIN, 0};
+	long r = poll(&p, 1, -1);
+	b->pfd = p;
+	return r;
 }
 
 static inline long b_select_timed(struct blocked *b)
