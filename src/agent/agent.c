@@ -29,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -278,6 +279,7 @@ static int session_setup(int fd)
 	np_agent.wake_fd = np_fd_move_high(eventfd(0, EFD_CLOEXEC));
 	if (np_agent.wake_fd < 0)
 		return -errno;
+	np_agent.pid = getpid();
 	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&np_agent.lock);
 	int pending = np_agent_attach_pending();
@@ -409,6 +411,11 @@ static int start_thread(const char *name)
 	int err = pthread_create(&t, &a, session_thread, session_name);
 	pthread_attr_destroy(&a);
 	return -err;
+}
+
+bool np_agent_in_session_process(void)
+{
+	return np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) == np_agent.pid;
 }
 
 static void forked_child(void)

@@ -34,6 +34,10 @@ struct agent {
 	size_t shm_size;
 	int shm_fd;
 	uint32_t gen;           /* bumped per session: stale TLS ring pointers */
+	int pid;                /* the process the session is with: a child of
+				 * it (fork, vfork) records nothing and asks
+				 * the control thread, which is not there,
+				 * for nothing */
 	uint32_t hist_unit;     /* ns per latency histogram unit */
 	pthread_mutex_t lock;   /* probes[].state, attach/detach */
 	char why[200];          /* the engine's reason for the last refusal */
@@ -47,6 +51,9 @@ extern struct agent np_agent;
 extern __thread int np_agent_busy __attribute__((tls_model("initial-exec")));
 /* 0 in a forked child: its probes stay, but nothing it records is read. */
 extern volatile int np_agent_live;
+/* This process is the one the session is with (not a fork or vfork child
+ * of it): one system call, for paths taken once per thread or per dlopen. */
+bool np_agent_in_session_process(void);
 
 /* agent.c: the command has gone or asked for the end of the session;
  * long work (placing thousands of probes) stops early. */

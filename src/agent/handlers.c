@@ -69,7 +69,9 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 static __attribute__((noinline)) struct np_ring *ring_first(uint32_t gen)
 {
 	struct np_shm_header *h = np_agent.shm;
-	if (!np_agent_live || !h)
+	/* a vfork child runs on its parent thread's TLS: a ring claimed
+	 * there would be the parent thread's, under the child's tid */
+	if (!np_agent_live || !h || !np_agent_in_session_process())
 		return NULL;
 	if (tls_gen == gen && tls_retry && --tls_retry)
 		return NULL;

@@ -293,6 +293,11 @@ static uint32_t load(const uint32_t *v)
 
 static void after_dl_call(struct np_ctx *ctx, void *data)
 {
+	/* A child's control thread is not there to serve it: its wake-up
+	 * would go to the parent's (the eventfd is shared), and its wait
+	 * would never end. Its new modules are not probed. */
+	if (!np_agent_in_session_process())
+		return;
 	__atomic_fetch_add(&hook_busy, 1, __ATOMIC_ACQ_REL);
 	uint32_t mine = __atomic_add_fetch(&req_asked, 1, __ATOMIC_ACQ_REL);
 	uint64_t one = 1;

@@ -134,6 +134,25 @@ static uint64_t to_trampoline(void *cookie, uint64_t pc)
 	return i < 0 ? pc : p->r->tramp + p->r->tramp_off[i];
 }
 
+/* A thread blocked in a system call that returns strictly inside the
+ * region about to be patched at pc: that region fails (EAGAIN; AUTO
+ * takes TRAP, whose one byte no thread comes back into). */
+static void stuck_at(void *cookie, uint64_t pc)
+{
+	(void)cookie;
+	size_t lo = 0, hi = batch.n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (batch.v[mid].r->start < pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct pending *p = lo ? &batch.v[lo - 1] : NULL;
+	if (p && pc < p->r->start + p->len)
+		p->err = -EAGAIN;
+}
+
 static bool multi(const struct pending *p)
 {
 	return p->len > np_host_isa->trap_len;
@@ -323,7 +342,7 @@ static void breakpoint_first(void)
 			hi = p->r->start + p->len > hi ? p->r->start + p->len : hi;
 		}
 	}
-	int moved = lo < hi ? np_threads_move_out(lo, hi, to_trampoline, NULL) : 0;
+	int moved = lo < hi ? np_threads_move_out(lo, hi, to_trampoline, NULL, stuck_at) : 0;
 	for (size_t i = 0; moved && i < batch.n; i++)
 		if (batch.v[i].move && !batch.v[i].err && multi(&batch.v[i]))
 			batch.v[i].err = moved;

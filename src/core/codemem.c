@@ -320,27 +320,35 @@ int np_fd_move_high(int fd)
 	return high;
 }
 
-/* The descriptor names the process that opened it: a forked child that
- * used its parent's would patch (or restore) its parent's code. Every
- * entry point of the engine that writes code checks once, under the
- * engine lock (a getpid per write was a tenth of a batch's time). */
-static pid_t mem_pid;
-
 void np_code_begin(void)
 {
 	np_maps_call_begin();
-	if (mem_fd >= 0 && mem_pid != getpid()) {
-		close(mem_fd);
-		mem_fd = -1;
+}
+
+/* The descriptor names the process that opened it: a forked child that
+ * used its parent's would patch (or restore) its parent's code. The child
+ * gets its own under the same number, which an operation of the forking
+ * thread going on in the child may hold (fork.c); else a new one when it
+ * next writes. */
+void np_code_after_fork(void)
+{
+	if (mem_fd < 0)
+		return;
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && dup3(fd, mem_fd, O_CLOEXEC) == mem_fd) {
+		close(fd);
+		return;
 	}
+	if (fd >= 0)
+		close(fd);
+	close(mem_fd);
+	mem_fd = -1;
 }
 
 static int open_mem(void)
 {
-	if (mem_fd < 0) {
+	if (mem_fd < 0)
 		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
-		mem_pid = getpid();
-	}
 	return mem_fd;
 }
 

@@ -465,9 +465,13 @@ int np_code_read(uint64_t addr, void *dst, size_t len);
 void np_sync_cores(void);     /* serialise instruction fetch on every core */
 void np_barrier_threads(void); /* full memory barrier on every running thread */
 /* Move threads whose pc lies in (start, end) to the address map() gives.
- * Returns 0 or -EAGAIN when a thread could not be checked. */
+ * Threads blocked in a system call are not disturbed: one that would come
+ * back to such a pc is passed to stuck() (the caller gives up the bytes
+ * around it), or, with no stuck(), fails the call with -EAGAIN. Returns 0
+ * or -EAGAIN when a thread could not be checked. */
 int np_threads_move_out(uint64_t start, uint64_t end,
-			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie);
+			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie,
+			void (*stuck)(void *cookie, uint64_t pc));
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
 /* Patches of n regions, each no longer than the breakpoint (bytes[i] at
  * r[i]->start), written breakpoint first, step by step for all of them,
@@ -485,7 +489,9 @@ bool np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t e
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are
- * left there (their pc is checked) so that no call fails with EINTR.
+ * left there (their pc and stack are checked from outside, and one that
+ * would come back inside fails the stop with -EAGAIN) so that no call
+ * fails with EINTR.
  * new_code: the bytes become other than the original (a jump): threads
  * that may be on their way through a trampoline landing inside them are
  * counted (patch.c). Under qemu-user, every guest thread must answer;
@@ -495,13 +501,41 @@ bool np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t e
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
 		    void *cookie, bool new_code);
 void np_threads_resume(void);
+/* Does the program run under an emulator (qemu-user), whose threads
+ * /proc shows at the emulator's own pcs? Learnt once (patch.c). */
+bool np_emulated(void);
 int np_patch_init(void);
 /* The signal that moves threads out of bytes being patched: a thread that
  * blocks it makes such a patch fail. */
 int np_patch_signal(void);
 
 /* Engine state. */
-extern pthread_mutex_t np_engine_lock;
+/* The engine lock (fork.c), held by attach, detach and maintenance: 0, or
+ * -EPERM in a child that shares its parent's memory (vfork), or
+ * -ENOTRECOVERABLE in a child forked while another thread was changing
+ * probes (both logged); nothing is held then. np_engine_unlock runs the
+ * waits for handlers queued meanwhile, once the lock is free: no holder
+ * waits for a handler, which may be forking (fork.c). */
+int np_engine_lock(void);
+void np_engine_unlock(void);
+/* After the operation that holds the lock: a membarrier, every thread out
+ * of site's handlers, then done(a, b), under the lock again if 'locked'
+ * (done may be NULL: the wait alone, before the operation returns). */
+typedef void np_quiesce_fn(void *a, void *b);
+void np_quiesce_later(const struct np_site *site, np_quiesce_fn *done, void *a, void *b,
+		      bool locked);
+int np_fork_init(void);
+/* A child that runs in its parent's memory (vfork, CLONE_VM)? Raw
+ * syscalls only: the hit path asks it. */
+bool np_fork_shares_memory(void);
+/* In a forked child, before the engine runs there: drop what names the
+ * parent's other threads (thread.c, trap.c, codemem.c, watch.c,
+ * sigchain.c). */
+void np_thread_after_fork(void);
+void np_trap_after_fork(void);
+void np_sigchain_after_fork(void);
+void np_code_after_fork(void);
+void np_watch_after_fork(void);
 extern const struct np_isa *np_host_isa;
 /* The host's ISA, chosen when the library is built: the one the runtime in
  * src/arch/<host>/ (runtime.c, tramp.S, uread.S) is written for. */

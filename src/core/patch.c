@@ -105,10 +105,10 @@ static struct {
  * a proof. */
 #define STACK_LOOK 16384
 __attribute__((no_sanitize("address"))) static bool
-any_stack_word(const struct np_regs *regs, bool (*look)(uint64_t word, uint64_t at, void *cookie),
-	       void *cookie)
+any_stack_word(uint64_t sp, bool (*look)(uint64_t word, uint64_t at, void *cookie), void *cookie)
 {
-	uint64_t sp = regs->gpr[np_host_isa->sp_reg] & ~(uint64_t)7, words[32];
+	uint64_t words[32];
+	sp &= ~(uint64_t)7;
 	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
 		size_t n = sizeof(words) / sizeof(words[0]);
 		if (np_read_user(words, at, sizeof(words))) /* the stack may end here */
@@ -141,7 +141,7 @@ __attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, 
 	return np_codemem_leads_inside(word, w->start, w->end);
 }
 
-/* Could this thread be on its way through a trampoline that jumps back
+/* Could a thread be on its way through a trampoline that jumps back
  * strictly inside (start, end) (one built for an instruction there, since
  * retired)? In one, or with a return address into one in a register or
  * among the words just above its stack pointer: the save code (riscv:
@@ -149,19 +149,29 @@ __attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, 
  * sp, but until its first store only in ra; arm64's shared code has it in
  * x30 likewise), np__dispatch and the handlers. A thread in a handler
  * whose trampoline is not found that way counts too. Conservative: a
- * stale word counts as well. */
+ * stale word counts as well. gpr is NULL for a thread seen from outside
+ * (blocked in a system call: its registers cannot be read without
+ * interrupting the call). */
+__attribute__((no_sanitize("address"))) static bool
+way_back_seen(uint64_t pc, const uint64_t *gpr, uint64_t sp, bool in_handler, uint64_t start,
+	      uint64_t end)
+{
+	struct way_back w = {start, end, false};
+	if (np_codemem_leads_inside(pc, start, end))
+		return true;
+	for (int i = 0; gpr && i < NP_NGPR; i++)
+		if (leads_inside(gpr[i], 0, &w))
+			return true;
+	return any_stack_word(sp, leads_inside, &w) || (in_handler && !w.seen);
+}
+
 __attribute__((no_sanitize("address"))) bool
 np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
 {
 	struct np_thread *t = np_thread_peek();
 	bool in_handler = t && atomic_load(&t->in_site);
-	struct way_back w = {start, end, false};
-	if (np_codemem_leads_inside(regs->pc, start, end))
-		return true;
-	for (int i = 0; i < NP_NGPR; i++)
-		if (leads_inside(regs->gpr[i], 0, &w))
-			return true;
-	return any_stack_word(regs, leads_inside, &w) || (in_handler && !w.seen);
+	return way_back_seen(regs->pc, regs->gpr, regs->gpr[np_host_isa->sp_reg], in_handler, start,
+			     end);
 }
 
 /* A word that is the address of an instruction strictly inside the bytes
@@ -200,6 +210,19 @@ __attribute__((no_sanitize("address"))) static bool sigframe_pc_slot(uint64_t at
 			     at - (uint64_t)(uintptr_t)ss.ss_sp < ss.ss_size);
 }
 
+/* The bytes being replaced, and where a thread strictly inside goes. */
+struct inside {
+	uint64_t start, end;
+	pc_map map;
+	void *cookie;
+};
+
+/* A pc the patch would have to move a thread from? */
+static bool moves(const struct inside *in, uint64_t pc)
+{
+	return in->map && pc > in->start && pc < in->end && in->map(in->cookie, pc) != pc;
+}
+
 /* The pc of a program's signal frame, strictly inside the bytes? Other
  * copies of such an address are not waited for: the pc in the context of
  * a thread running the handlers of a probe there, and spills of it in the
@@ -207,11 +230,9 @@ __attribute__((no_sanitize("address"))) static bool sigframe_pc_slot(uint64_t at
  * frames, they made a patch over a busy site wait for its handler to end
  * and give up (EAGAIN; AUTO fell back to TRAP). */
 __attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, uint64_t at,
-								   void *map)
+								   void *in)
 {
-	pc_map to = *(const pc_map *)map;
-	return word > req.start && word < req.end && to(req.cookie, word) != word &&
-	       !ctx_pc_slot(word, at) && sigframe_pc_slot(at);
+	return moves(in, word) && !ctx_pc_slot(word, at) && sigframe_pc_slot(at);
 }
 
 /* Is this thread in a signal handler (of the program's) that interrupted
@@ -222,10 +243,10 @@ __attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, 
  * patch waits until it has left its handler. Return addresses are never
  * strictly inside a region (a displaced call comes last), so stale words
  * rarely count. */
-__attribute__((no_sanitize("address"))) static bool
-interrupted_inside(const struct np_regs *regs, pc_map map)
+__attribute__((no_sanitize("address"))) static bool interrupted_inside(uint64_t sp,
+									 const struct inside *in)
 {
-	return any_stack_word(regs, moved_by_map, &map);
+	return in->map && any_stack_word(sp, moved_by_map, (void *)in);
 }
 
 /* The answer to a stop request of 'round', from the context the thread
@@ -244,7 +265,8 @@ __attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsig
 	int saved_errno = *np_errno(); /* np_read_user may set it */
 	if (stopping && atomic_load(&req.risky) && np_patch_on_way_back(&regs, req.start, req.end))
 		atomic_fetch_add(&req.busy, 1);
-	if (map && interrupted_inside(&regs, map))
+	struct inside in = {req.start, req.end, map, req.cookie};
+	if (interrupted_inside(regs.gpr[np_host_isa->sp_reg], &in))
 		atomic_fetch_add(&req.nested, 1);
 	*np_errno() = saved_errno;
 	if (regs.pc > req.start && regs.pc < req.end && map) {
@@ -317,54 +339,110 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 	answer(uc, round, stopping);
 }
 
-/* What /proc/self/task/TID/syscall tells of a thread. */
-enum look {
-	LOOK_ASK,     /* running, or blocked with its pc inside the range */
-	LOOK_LEAVE,   /* blocked in a system call at a pc outside the range
-		       * (or gone) */
-	LOOK_FOREIGN, /* blocked at a pc that is none of the program's code */
+/* What /proc/self/task/TID/syscall tells of a thread: "running" (on a
+ * cpu, or ready for one: its pc is unknown), or blocked, with the system
+ * call it is in ("nr args... sp pc", or "-1 sp pc" outside one) and its
+ * user stack pointer and pc. */
+struct sight {
+	enum { SEEN_GONE, SEEN_RUNNING, SEEN_BLOCKED, SEEN_FOREIGN, SEEN_GUEST } state;
+	long nr;
+	uint64_t arg[6], sp, pc;
 };
 
-/* Where a blocked thread waits: its user pc and stack pointer, the last
- * two fields of the syscall file (both 0 when it is gone or running). */
-struct blocked_at {
-	uint64_t pc, sp;
-};
+static uint64_t guest_syscall_pc(void);
 
 /* On Linux a blocked thread's user pc is the program's (libc, the vDSO).
- * Under qemu-user it is the emulator's own (LOOK_FOREIGN, only looked for
+ * Under qemu-user it is the emulator's own (SEEN_FOREIGN, only looked for
  * when 'foreign' is asked): the thread is either a guest thread waiting
  * in the emulator, whose guest pc is unknown (it may sit between two
  * translated blocks, anywhere, even inside the range), or one of the
- * emulator's own threads. */
-static enum look look_at(int tid, uint64_t start, uint64_t end, bool foreign,
-			 struct blocked_at *at)
+ * emulator's own threads; or a guest thread waiting in a system call of
+ * the program's (SEEN_GUEST: its pc is qemu's one way into the host's
+ * system calls, guest_syscall_pc). */
+static struct sight look_at(int tid, bool foreign)
 {
 	char path[64], buf[256];
-	*at = (struct blocked_at){0, 0};
+	struct sight s = {.state = SEEN_GONE, .nr = -1};
+	/* open and read, not stdio: this runs while threads that may hold
+	 * malloc's lock are held in the stop's handler (wait_stopped) */
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return LOOK_LEAVE; /* thread gone */
-	char *line = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!line || strncmp(line, "running", 7) == 0)
-		return LOOK_ASK;
-	char *last = strrchr(line, ' ');
-	uint64_t pc = last ? strtoull(last + 1, NULL, 16) : 0;
-	if (last) {
-		*last = 0;
-		char *before = strrchr(line, ' ');
-		*at = (struct blocked_at){pc, before ? strtoull(before + 1, NULL, 16) : 0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return s;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = 0;
+	char *line = len > 0 ? buf : NULL;
+	uint64_t v[9];
+	int n = 0;
+	for (char *at = line, *next; at && n < 9; at = next) {
+		v[n] = strtoull(at, &next, n ? 16 : 10);
+		if (next == at)
+			break;
+		n++;
 	}
+	s.state = SEEN_RUNNING; /* and when the line says nothing we know */
+	if (!line || strncmp(line, "running", 7) == 0 || n < 3 || !v[n - 1])
+		return s;
+	s.state = SEEN_BLOCKED;
+	s.nr = (long)v[0];
+	for (int i = 1; i < n - 2 && i <= 6; i++)
+		s.arg[i - 1] = v[i];
+	s.sp = v[n - 2];
+	s.pc = v[n - 1];
 	/* The cached map, not read again for a pc it does not know (each
 	 * emulator pc did, about a millisecond under qemu-user, at every
 	 * stop): a module mapped since is taken for the emulator's, and
 	 * its thread is asked, which is always safe. */
 	struct np_map m;
-	if (foreign && pc != 0 && (np_maps_lookup_cached(pc, &m) || !m.x))
-		return LOOK_FOREIGN;
-	return !(pc > start && pc < end) && pc != 0 ? LOOK_LEAVE : LOOK_ASK;
+	if (foreign && (np_maps_lookup_cached(s.pc, &m) || !m.x))
+		s.state = s.pc == guest_syscall_pc() ? SEEN_GUEST : SEEN_FOREIGN;
+	return s;
+}
+
+/* qemu-user runs every system call of the program through one host
+ * instruction (its safe_syscall), the pc /proc shows for a guest thread
+ * blocked in one and for this thread while it reads its own syscall file.
+ * Learnt once; 0 natively, where that pc is the program's own (libc). */
+bool np_emulated(void)
+{
+	return guest_syscall_pc() != 0;
+}
+
+static uint64_t guest_syscall_pc(void)
+{
+	static uint64_t pc;
+	static bool known;
+	if (!known) {
+		known = true; /* before the look, which asks again */
+		struct sight self = look_at((int)syscall(SYS_gettid), true);
+		pc = self.state == SEEN_FOREIGN ? self.pc : 0;
+	}
+	return pc;
+}
+
+/* Is the thread waiting for a vfork child (a vfork, or a clone or clone3
+ * with CLONE_VFORK: posix_spawn)? That child runs in our memory, on our
+ * code, as one more thread that /proc/self/task does not list and no
+ * signal of ours may reach (posix_spawn's child has reset every handler:
+ * the signal would kill it, or the program it execs). A patch that may
+ * have to move or stop threads waits until it has exec'ed or exited. */
+static bool waits_for_vfork(const struct sight *s)
+{
+	if (s->state != SEEN_BLOCKED)
+		return false;
+#ifdef SYS_vfork
+	if (s->nr == SYS_vfork)
+		return true;
+#endif
+	if (s->nr == SYS_clone) /* flags first, on every ISA we run on */
+		return s->arg[0] & CLONE_VFORK;
+#ifdef SYS_clone3
+	uint64_t flags; /* struct clone_args, in this process's memory */
+	if (s->nr == SYS_clone3)
+		return np_read_user(&flags, s->arg[0], sizeof(flags)) == 0 && (flags & CLONE_VFORK);
+#endif
+	return false;
 }
 
 #define SIGBIT(s) (1ull << ((s) - 1))
@@ -392,45 +470,16 @@ static uint64_t blocked_mask(int tid)
  * with the emulator's mask. Asked then, it would never answer: a running
  * thread that blocks the signal is looked at again for up to 20 ms. */
 #define SETTLE_TRIES 20
-static enum look settled_look(int tid, uint64_t start, uint64_t end, struct blocked_at *at)
+static struct sight settled_look(int tid)
 {
-	enum look l = look_at(tid, start, end, true, at);
-	for (int i = 0; l == LOOK_ASK && i < SETTLE_TRIES && (blocked_mask(tid) & SIGBIT(fixup_sig));
+	struct sight s = look_at(tid, true);
+	for (int i = 0;
+	     s.state == SEEN_RUNNING && i < SETTLE_TRIES && (blocked_mask(tid) & SIGBIT(fixup_sig));
 	     i++) {
 		nanosleep(&(struct timespec){0, 1000000L}, NULL);
-		l = look_at(tid, start, end, true, at);
+		s = look_at(tid, true);
 	}
-	return l;
-}
-
-/*
- * A thread blocked in a system call at a pc outside the bytes, judged
- * from here instead of asked, when a trampoline lands inside them: a
- * signal could end its call early (EINTR), and a thread that blocks the
- * signal (jemalloc's background threads block every signal) would never
- * answer while every other thread waited, stopped, for the patience to
- * run out; a server under load stalled 2 s per site that way. While it
- * waits in the kernel its user state does not change, and what the answer
- * would look at is in memory we share: the words above its stack pointer
- * (every return address of a thread that reached a system call is on its
- * stack: a trampoline calls C code, which saves it) and whether it runs
- * a probe's handlers. Should it wake meanwhile, it runs its own frames,
- * found to lead into no trampoline, or meets the breakpoint the patch
- * goes in behind. Counted as the answer counts (req.busy, req.nested).
- */
-__attribute__((no_sanitize("address"))) static void judge_blocked(int tid,
-								  const struct blocked_at *at)
-{
-	struct np_regs regs = {.pc = at->pc};
-	struct way_back w = {req.start, req.end, false};
-	if (!at->sp)
-		return; /* gone */
-	regs.gpr[np_host_isa->sp_reg] = at->sp;
-	if (np_codemem_leads_inside(at->pc, req.start, req.end) ||
-	    any_stack_word(&regs, leads_inside, &w) || (np_thread_in_handler(tid) && !w.seen))
-		atomic_fetch_add(&req.busy, 1);
-	if (req.map && interrupted_inside(&regs, req.map))
-		atomic_fetch_add(&req.nested, 1);
+	return s;
 }
 
 /* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
@@ -448,6 +497,63 @@ static bool emulator_thread(int tid)
 
 #define MAX_ASK 4096
 
+/* What a patch does about a thread blocked in a system call. It is never
+ * sent the signal: a handler that runs while a thread waits in nanosleep,
+ * epoll_wait, sigtimedwait and others makes the call fail with EINTR,
+ * SA_RESTART or not (signal(7)), and the program would see it. It runs no
+ * user code now; the patch goes in breakpoint first for the sake of a
+ * thread that comes back meanwhile. What the signal's handler would have
+ * looked at is looked at from here, through its pc and stack pointer: */
+enum verdict {
+	LEAVE,  /* nothing of the patch concerns it */
+	STUCK,  /* it would come back strictly inside the bytes: it cannot be
+		 * moved without interrupting its call; the patch is refused */
+	NESTED, /* in a signal handler of its own that interrupted it inside
+		 * the bytes (interrupted_inside): wait until it left it */
+	BUSY,   /* on its way through a trampoline that lands inside
+		 * (way_back_seen): wait until it is not */
+	VFORK,  /* its vfork child runs in our memory: wait until it is gone */
+};
+
+static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
+				  bool risky)
+{
+	if (waits_for_vfork(s))
+		return VFORK;
+	if (moves(in, s->pc))
+		return STUCK;
+	if (interrupted_inside(s->sp, in))
+		return NESTED;
+	if (risky && way_back_seen(s->pc, NULL, s->sp, np_thread_in_handler(tid), in->start,
+				   in->end))
+		return BUSY;
+	return LEAVE;
+}
+
+/* A thread's look, once its vfork child is gone (up to 100 ms: such a
+ * child execs or exits at once, as a rule). */
+#define VFORK_TRIES 100
+static struct sight look_past_vfork(int tid, bool settle)
+{
+	struct sight s = settle ? settled_look(tid) : look_at(tid, true);
+	for (int i = 0; waits_for_vfork(&s) && i < VFORK_TRIES; i++) {
+		nanosleep(&(struct timespec){0, 1000000L}, NULL);
+		s = settle ? settled_look(tid) : look_at(tid, true);
+	}
+	if (waits_for_vfork(&s))
+		np_logf(NP_LOG_WARN, "thread %d waits for a vfork child, which runs in this "
+				     "process's memory without being one of its threads: no patch "
+				     "that moves or stops threads can go in meanwhile", tid);
+	return s;
+}
+
+static void log_stuck(int tid, uint64_t pc)
+{
+	np_logf(NP_LOG_WARN, "thread %d waits in a system call that returns to 0x%llx, inside "
+			     "the bytes a patch replaces: moving it would interrupt the call",
+		tid, (unsigned long long)pc);
+}
+
 static bool answered(int tid)
 {
 	int n = atomic_load(&req.acks);
@@ -458,21 +564,42 @@ static bool answered(int tid)
 	return false;
 }
 
-static bool gone(int tid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-	return access(path, F_OK) != 0;
-}
-
 static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 {
 	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
 }
 
+static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
+				  bool risky);
+
+/* A thread asked that has not answered: one that has exited since, or
+ * that waits in a system call now (one that blocks the signal, or waits
+ * in a handler of the signal's that blocks it: the SIGTRAP handler, on
+ * its way into the engine lock that the patch holds), judged as the
+ * blocked ones were. 1 out, 0 not yet, -EAGAIN: it cannot be left. */
+static int left_since(int tid)
+{
+	struct sight s = look_at(tid, true);
+	if (s.state == SEEN_GONE)
+		return 1;
+	if (s.state != SEEN_BLOCKED && s.state != SEEN_GUEST)
+		return 0;
+	struct inside in = {req.start, req.end, req.map, req.cookie};
+	bool risky = atomic_load(&req.hold) && atomic_load(&req.risky);
+	enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(tid, &s, &in, risky) : LEAVE;
+	if (v == STUCK || v == VFORK)
+		return -EAGAIN;
+	if (v == BUSY || (s.state == SEEN_GUEST && risky))
+		atomic_fetch_add(&req.busy, 1);
+	if (v == NESTED)
+		atomic_fetch_add(&req.nested, 1);
+	return 1;
+}
+
 /* Until every asked thread answered or exited. No thread is taken for
  * stopped without its answer (the count of answers is not enough: a late
- * one from an earlier round counts too). A thread that has not answered
+ * one from an earlier round counts too), or without being seen waiting
+ * in a system call since (left_since). A thread that has not answered
  * when no answer came for STOP_PATIENCE fails the patch with EAGAIN: it
  * blocks the signal, or the machine is too loaded to run it. */
 #define STOP_PATIENCE_NS 2000000000L
@@ -494,8 +621,10 @@ static int wait_stopped(const int *tids, int n)
 		}
 		bool look = elapsed_ns(&looked, &now) > GONE_EVERY_NS;
 		for (int i = 0; i < n; i++) {
-			if (!out[i])
-				out[i] = answered(tids[i]) || (look && gone(tids[i]));
+			int left = !out[i] && !answered(tids[i]) && look ? left_since(tids[i]) : 0;
+			if (left < 0)
+				return left;
+			out[i] = out[i] || left || answered(tids[i]);
 			missing += !out[i];
 		}
 		if (look)
@@ -531,32 +660,39 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 {
 	static int all[MAX_ASK], asked[MAX_ASK]; /* engine lock held */
 	pid_t pid = getpid();
-	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0;
+	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0, busy = 0, nested = 0;
 	if (n < 0)
 		return n;
-	/* Blocked in a system call with its pc outside: it runs no user code
-	 * now, and interrupting it could fail its call with EINTR. The patch
-	 * goes in breakpoint first for the sake of such a thread (or one born
-	 * since the listing) that comes back meanwhile; when a trampoline
-	 * lands inside the bytes, it is judged from here (judge_blocked). The
-	 * emulator's own threads are left too. Sorted out before any thread
-	 * is stopped: the look uses stdio. */
+	/* Threads blocked in a system call are judged from here, never asked
+	 * (judge_blocked); the emulator's own threads are left too. Sorted
+	 * out before any thread is stopped: the look uses stdio. */
 	bool risky = new_code && np_codemem_lands_inside(start, end);
+	struct inside in = {start, end, map, cookie};
+	for (int i = 0; i < n && !err; i++) {
+		struct sight s = look_past_vfork(all[i], true);
+		enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(all[i], &s, &in, risky)
+							 : LEAVE;
+		if (s.state == SEEN_RUNNING || (s.state == SEEN_FOREIGN && !emulator_thread(all[i])))
+			asked[k++] = all[i];
+		else if (v == STUCK)
+			log_stuck(all[i], s.pc), err = -EAGAIN;
+		else if (v == VFORK)
+			err = -EAGAIN;
+		/* waiting in the program's system call under qemu-user: left
+		 * there too, but its way back cannot be seen (its guest pc and
+		 * stack are the emulator's secret): taken for busy */
+		busy += v == BUSY || (s.state == SEEN_GUEST && risky);
+		nested += v == NESTED;
+	}
+	if (err)
+		return err;
 	atomic_store(&req.risky, risky);
-	atomic_store(&req.busy, 0);
-	atomic_store(&req.nested, 0);
+	atomic_store(&req.busy, busy);
+	atomic_store(&req.nested, nested);
 	req.start = start;
 	req.end = end;
 	req.map = map;
 	req.cookie = cookie;
-	for (int i = 0; i < n; i++) {
-		struct blocked_at at;
-		enum look l = settled_look(all[i], start, end, &at);
-		if (l == LOOK_LEAVE && risky)
-			judge_blocked(all[i], &at);
-		else if (l == LOOK_ASK || (l == LOOK_FOREIGN && !emulator_thread(all[i])))
-			asked[k++] = all[i];
-	}
 	atomic_store(&req.acks, 0);
 	atomic_store(&req.hold, true);
 	atomic_fetch_add(&req.round, 1);
@@ -586,8 +722,7 @@ void np_threads_resume(void)
 	atomic_store(&req.released, atomic_load(&req.round));
 }
 
-static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
-			 void *cookie);
+static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc));
 
 /* A thread in a signal handler of its own that interrupted it inside the
  * range has not left it: asked again a little later, up to this many
@@ -596,10 +731,11 @@ static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, u
 #define NESTED_RETRY_NS 1000000L
 
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
-			void *cookie)
+			void *cookie, void (*stuck)(void *cookie, uint64_t pc))
 {
+	struct inside in = {start, end, map, cookie};
 	for (int tries = 0;; tries++) {
-		int err = move_out_once(start, end, map, cookie);
+		int err = move_out_once(&in, stuck);
 		if (err || !atomic_load(&req.nested))
 			return err;
 		if (tries == NESTED_TRIES) {
@@ -612,44 +748,55 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
 	}
 }
 
-static int move_out_once(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
-			 void *cookie)
+/* One round: the threads that run are asked at once (on a loaded machine
+ * each signal waits for its thread to be scheduled, so one at a time is
+ * slow); the blocked ones are judged from here (judge_blocked). Under
+ * qemu-user a blocked guest thread's pc is unknown, and is not asked
+ * either: it waits in the emulator, between two translated blocks. */
+static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc))
 {
-	static int tids[MAX_ASK]; /* engine lock held */
+	static int all[MAX_ASK], tids[MAX_ASK]; /* engine lock held */
 	pid_t pid = getpid();
-	int self = (int)syscall(SYS_gettid), n = 0;
-	DIR *d = opendir("/proc/self/task");
-	if (!d)
-		return -errno;
-	req.start = start;
-	req.end = end;
-	req.map = map;
-	req.cookie = cookie;
+	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0, nested = 0;
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && !err; i++) {
+		struct sight s = look_past_vfork(all[i], false);
+		enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(all[i], &s, in, false)
+							 : LEAVE;
+		if (s.state == SEEN_RUNNING)
+			tids[k++] = all[i];
+		else if (v == STUCK && stuck)
+			log_stuck(all[i], s.pc), stuck(in->cookie, s.pc); /* that region only */
+		else if (v == STUCK)
+			log_stuck(all[i], s.pc), err = -EAGAIN;
+		else if (v == VFORK)
+			err = -EAGAIN;
+		nested += v == NESTED;
+	}
+	if (err)
+		return err;
+	req.start = in->start;
+	req.end = in->end;
+	req.map = in->map;
+	req.cookie = in->cookie;
 	atomic_store(&req.acks, 0);
-	atomic_store(&req.nested, 0);
+	atomic_store(&req.nested, nested);
 	atomic_store(&req.hold, false);
 	/* a round of its own, as a stop's: an answer names its thread and
 	 * round, so that one left from a round that timed out (a thread that
 	 * blocked the signal keeps one queued per round) is not taken for
 	 * another thread's */
 	atomic_fetch_add(&req.round, 1);
-	/* Ask every running thread at once: on a loaded machine each signal
-	 * waits for its thread to be scheduled, so one at a time is slow. */
-	struct dirent *e;
-	while ((e = readdir(d)) && n < MAX_ASK) {
-		int tid = atoi(e->d_name);
-		struct blocked_at at;
-		if (tid <= 0 || tid == self || look_at(tid, start, end, false, &at) == LOOK_LEAVE)
-			continue;
-		if (syscall(SYS_tgkill, pid, tid, fixup_sig) == 0)
-			tids[n++] = tid;
+	n = 0;
+	for (int i = 0; i < k && !err; i++) {
+		if (syscall(SYS_tgkill, pid, tids[i], fixup_sig) == 0)
+			tids[n++] = tids[i];
 		else if (errno != ESRCH)
-			n = -errno;
-		if (n < 0)
-			break;
+			err = -errno;
 	}
-	closedir(d);
-	int err = n < 0 ? n : wait_stopped(tids, n);
+	if (!err)
+		err = wait_stopped(tids, n);
 	req.map = NULL;
 	if (err == -EAGAIN)
 		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
@@ -899,7 +1046,7 @@ static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len,
 		return err;
 	np_sync_cores();
 	if (move_threads &&
-	    (err = np_threads_move_out(r->start, r->start + len, to_trampoline, r))) {
+	    (err = np_threads_move_out(r->start, r->start + len, to_trampoline, r, NULL))) {
 		np_code_write(r->start, first, tl);
 		np_sync_cores();
 		return err;

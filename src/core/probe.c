@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-pthread_mutex_t np_engine_lock = PTHREAD_MUTEX_INITIALIZER;
 const struct np_isa *np_host_isa = &NP_HOST_ISA;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -28,7 +27,8 @@ static int init_err;
 
 static void engine_init(void)
 {
-	if ((init_err = np_nolibc_init()) || (init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
+	if ((init_err = np_nolibc_init()) || (init_err = np_fork_init()) ||
+	    (init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
 	    (init_err = np_trap_init()) || (init_err = np_host_init()))
 		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));
 }
@@ -185,30 +185,30 @@ static void unhash_site(struct np_site *s)
 	spare_sites[nspare++] = s; /* room reserved when s was made */
 }
 
-/* Release in two halves around one membarrier, so that a batch pays one
- * for all its sites: the first makes the site dead to new hits, the
- * second waits out the handlers still running and recycles it. */
-static struct np_hlist *site_release_begin(struct np_site *s)
+static void free_list(void *list, void *unused)
+{
+	(void)unused;
+	free(list);
+}
+
+/* Once its handlers are over, under the lock: the site can be reused. */
+static void site_recycle(void *site, void *list)
+{
+	free(list);
+	unhash_site(site);
+}
+
+/* The site dead to new hits at once; recycled once the handlers still
+ * running are over, after the lock (np_quiesce_later: one membarrier for
+ * all the sites of a batch). Until then it stays in the hash, dead, and
+ * off the spare stack. */
+void np_site_release(struct np_site *s)
 {
 	struct np_hlist *l = atomic_exchange(&s->list, NULL);
 	__atomic_store_n(&s->version, s->version + 1, __ATOMIC_RELEASE);
 	s->live = false;
 	s->gen++;
-	return l;
-}
-
-static void site_release_end(struct np_site *s, struct np_hlist *l)
-{
-	np_thread_wait_site(s);
-	free(l);
-	unhash_site(s);
-}
-
-void np_site_release(struct np_site *s)
-{
-	struct np_hlist *l = site_release_begin(s);
-	np_barrier_threads();
-	site_release_end(s, l);
+	np_quiesce_later(s, site_recycle, s, l, true);
 }
 
 static unsigned wanted_fpu(const struct np_site *s)
@@ -248,7 +248,7 @@ static bool handler_uses_fpu(np_handler_fn fn)
 
 /* Replace the handler list with one built from s->probes; *old gets the
  * list replaced, which threads may still be reading until a membarrier
- * and np_thread_wait_site. */
+ * and np_thread_wait_site (np_quiesce_later). */
 static int site_publish_begin(struct np_site *s, struct np_hlist **old)
 {
 	uint32_t n = 0, nret = 0;
@@ -269,17 +269,15 @@ static int site_publish_begin(struct np_site *s, struct np_hlist **old)
 
 /* A site's first list replaces none: no handler can be running it, so
  * there is nothing to wait for (a reused site object waited for its
- * previous life's handlers when it was released). */
+ * previous life's handlers before it was recycled). A list replaced is
+ * freed once its handlers are over, after the lock. */
 int np_site_publish(struct np_site *s)
 {
 	struct np_hlist *old;
 	int err = site_publish_begin(s, &old);
-	if (err || !old)
-		return err;
-	np_barrier_threads();
-	np_thread_wait_site(s);
-	free(old);
-	return 0;
+	if (!err && old)
+		np_quiesce_later(s, free_list, old, NULL, false);
+	return err;
 }
 
 static bool wanted_args_only(const struct np_site *s)
@@ -560,7 +558,12 @@ static size_t attach_all(void *const *addrs, const struct np_probe_opts *const *
 			   opts[i]->on_return;
 	np_fault_guard_refresh(); /* handlers' np_read_user takes the fast path */
 	bool refused = returns && np_unwind_guard_refresh(true) == -EOPNOTSUPP;
-	pthread_mutex_lock(&np_engine_lock);
+	int err = np_engine_lock();
+	if (err) {
+		for (size_t i = 0; i < cnt; i++)
+			out[i] = NULL, errs[i] = err;
+		return 0;
+	}
 	np_code_begin();
 	np_thread_pool_stock();
 	attaching.probes = out, attaching.errs = errs, attaching.cnt = cnt;
@@ -574,7 +577,7 @@ static size_t attach_all(void *const *addrs, const struct np_probe_opts *const *
 	}
 	np_batch_end();
 	attaching.cnt = 0;
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 	size_t placed = 0;
 	for (size_t i = 0; i < cnt; i++)
 		placed += out[i] != NULL;
@@ -648,29 +651,28 @@ static size_t sites_of(struct np_probe *const *probes, size_t cnt, struct np_sit
 	return u;
 }
 
-/* New handler lists for the sites, then one membarrier for all: when it
- * returns, no handler of a probe that left a list runs any more. */
+/* New handler lists for the sites. Once the lock is released, one
+ * membarrier for all and a wait for the handlers still running the old
+ * ones (np_quiesce_later): when detach returns, no handler of a probe
+ * that left a list runs any more. The code is restored before that
+ * wait: a thread still in a handler goes on through its trampoline,
+ * which is never reused, and comes back to the original code; a patch
+ * over where it comes back waits for it (np_patch_lands_inside). */
 static int republish(struct np_site **sites, size_t n)
 {
-	struct np_hlist **old = calloc(n ? n : 1, sizeof(*old));
 	int err = 0;
-	if (!old)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (!err)
-			err = site_publish_begin(sites[i], &old[i]);
-	np_barrier_threads();
-	for (size_t i = 0; i < n; i++) {
-		np_thread_wait_site(sites[i]);
-		free(old[i]);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct np_hlist *old = NULL;
+		err = site_publish_begin(sites[i], &old);
+		if (old)
+			np_quiesce_later(sites[i], free_list, old, NULL, false);
 	}
-	free(old);
 	return err;
 }
 
 /* The sites left without probes: their regions restored, all in one pass
- * of the protocol, then the sites released (one membarrier). The others
- * get trampolines for the probes they keep. */
+ * of the protocol, then the sites released. The others get trampolines
+ * for the probes they keep. */
 static int remove_or_refresh(struct np_site **sites, size_t n)
 {
 	int err = 0, e;
@@ -687,17 +689,9 @@ static int remove_or_refresh(struct np_site **sites, size_t n)
 	}
 	e = np_batch_end();
 	err = err ? err : e;
-	struct np_hlist **lists = calloc(n ? n : 1, sizeof(*lists));
 	for (size_t i = 0; i < n; i++)
-		if (!sites[i]->probes && lists)
-			lists[i] = site_release_begin(sites[i]);
-	np_barrier_threads();
-	for (size_t i = 0; i < n; i++)
-		if (!sites[i]->probes && lists)
-			site_release_end(sites[i], lists[i]);
-		else if (!sites[i]->probes)
+		if (!sites[i]->probes)
 			np_site_release(sites[i]);
-	free(lists);
 	return err;
 }
 
@@ -720,7 +714,11 @@ static int detach_all(struct np_probe *const *probes, size_t cnt)
 	if (!sites)
 		return -ENOMEM;
 	np_fault_guard_refresh(); /* notice a program that replaced it */
-	pthread_mutex_lock(&np_engine_lock);
+	int lerr = np_engine_lock();
+	if (lerr) {
+		free(sites);
+		return lerr;
+	}
 	np_code_begin();
 	size_t n = sites_of(probes, cnt, sites);
 	for (size_t i = 0; i < cnt; i++)
@@ -728,9 +726,9 @@ static int detach_all(struct np_probe *const *probes, size_t cnt)
 			site_unlink(probes[i]->site, probes[i]);
 			probes[i]->detached = true;
 		}
-	int err = republish(sites, n); /* no handler of these probes runs after this */
+	int err = republish(sites, n); /* no handler of these probes runs after the unlock */
 	int e = remove_or_refresh(sites, n);
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 	free(sites);
 	return err ? err : e;
 }
@@ -768,9 +766,10 @@ NP_API void np_probe_free(struct np_probe *p)
 	if (!p)
 		return;
 	np_probe_detach(p);
-	pthread_mutex_lock(&np_engine_lock);
+	if (np_engine_lock())
+		return; /* a vfork child: the handle is its parent's too */
 	probe_delete(p);
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 }
 
 NP_API enum np_strategy np_probe_strategy(const struct np_probe *p)
@@ -795,10 +794,11 @@ NP_API void np_maintain(void)
 	if (np_in_handler() || np_engine_init())
 		return;
 	np_unwind_guard_refresh(false); /* unwinders of modules loaded since */
-	pthread_mutex_lock(&np_engine_lock);
+	if (np_engine_lock())
+		return;
 	np_thread_pool_stock();
 	np_watch_maintain(); /* watch_hit.c: modules loaded since */
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 }
 
 NP_API uint64_t np_missed_by(enum np_miss_reason why)

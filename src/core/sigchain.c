@@ -115,6 +115,14 @@ void np_trap_chain_init(const struct sigaction *prev)
 	pthread_mutex_unlock(&trap_writer);
 }
 
+/* In a forked child: a thread of the parent's may have held the writers'
+ * lock at the fork. What it was writing went to the slot not yet
+ * published, so the one the readers use is whole. */
+void np_sigchain_after_fork(void)
+{
+	pthread_mutex_init(&trap_writer, NULL);
+}
+
 int np_trap_chain_swap(const struct sigaction *act, struct sigaction *old)
 {
 	if (!atomic_load(&trap_kept))

@@ -90,6 +90,11 @@ static struct np_thread *claim_from_pool(void);
  * interrupted by a signal whose handler needs a block gives up. */
 static struct np_thread *claim(void)
 {
+	/* a vfork child: this TLS is its parent thread's, which must not get
+	 * a block under the child's tid (the block would go back to the pool
+	 * once the child is gone, while the parent thread still used it) */
+	if (np_fork_shares_memory())
+		return NULL;
 	for (;;) {
 		struct np_thread *t = claim_from_pool();
 		if (t)
@@ -209,6 +214,8 @@ void np_thread_pool_stock(void)
 				continue;
 			}
 			if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH) {
+				/* gone, perhaps inside a handler (pthread_exit) */
+				atomic_store(&t->in_site, NULL);
 				np_shadow_reset(t, false);
 				atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 				spare++;
@@ -226,23 +233,34 @@ void np_thread_pool_stock(void)
 		;
 }
 
-static void atfork_child(void)
+/* In a forked child: the forking thread keeps its block (under its new
+ * tid), with the handler it may be running and its shadow stack. The
+ * other threads are not there: their blocks go back to the pool at once,
+ * counters kept, so that no detach waits for a handler one of them was
+ * running at the fork, and no stock() of the child's takes their tids
+ * (the parent's) for threads of its own. A thread that was growing the
+ * pool is not there either. */
+void np_thread_after_fork(void)
 {
-	/* a thread that was growing the pool is not in the child */
+	struct np_thread *self = np_tls_self;
+	int n = atomic_load(&nsegs);
 	atomic_store(&growing, 0);
-	/* The forking thread keeps its block under its new tid; the others'
-	 * blocks are reclaimed by the next stock() since their tids are gone. */
-	if (np_tls_self)
-		np_tls_self->tid = (int)syscall(SYS_gettid);
+	for (int s = 0; s < n; s++)
+		for (unsigned i = 0; i < SEG_BLOCKS; i++) {
+			struct np_thread *t = &segs[s].blocks[i];
+			if (t == self)
+				continue;
+			atomic_store(&t->in_site, NULL);
+			t->shadow_top = 0;
+			atomic_fetch_or(&segs[s].free_mask, 1ull << i);
+		}
+	if (self)
+		self->tid = gettid_raw();
 }
 
 int np_thread_pool_init(void)
 {
-	int err = segment_add();
-	if (err)
-		return err;
-	pthread_atfork(NULL, NULL, atfork_child);
-	return 0;
+	return segment_add();
 }
 
 static uint64_t sum_slot(size_t field_off, uint32_t slot)

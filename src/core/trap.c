@@ -39,30 +39,44 @@ struct trap_table {
 };
 
 static struct trap_table *_Atomic table;
+/* Threads in the part of the handler that reads the table and regions,
+ * and this thread's share of them (a handler's own code may trap). */
 static _Atomic int readers;
-/* Replaced tables wait here until a moment with no reader: waiting for
- * one would stall attach behind a preempted signal handler. */
-static void *retired[256];
-static unsigned nretired;
+static __thread int my_readers __attribute__((tls_model("initial-exec")));
+/* Replaced tables and removed regions wait here until a moment with no
+ * reader. Never waited for under the engine lock: a reader may be running
+ * a probe's handler, which may be waiting for the lock (a fork, fork.c),
+ * or be preempted. engine lock held. */
+static void **retired;
+static size_t nretired, capretired;
 
 /* Free memory a trap handler may still be reading (an old table, a removed
- * region) once no handler runs: new handlers cannot find it any more. */
+ * region) once no handler runs: new handlers cannot find it any more.
+ * Kept for good if there is no memory to remember it in. */
 void np_trap_defer_free(void *old)
 {
 	if (atomic_load(&readers) == 0) {
-		for (unsigned i = 0; i < nretired; i++)
+		for (size_t i = 0; i < nretired; i++)
 			free(retired[i]);
 		nretired = 0;
 		free(old);
 		return;
 	}
-	if (nretired == sizeof(retired) / sizeof(retired[0])) {
-		while (atomic_load(&readers) > 0)
-			sched_yield();
-		np_trap_defer_free(old);
-		return;
+	if (nretired == capretired) {
+		size_t cap = capretired ? capretired * 2 : 256;
+		void **v = realloc(retired, cap * sizeof(*v));
+		if (!v)
+			return;
+		retired = v;
+		capretired = cap;
 	}
 	retired[nretired++] = old;
+}
+
+/* In a forked child: the other threads' handlers are not there. */
+void np_trap_after_fork(void)
+{
+	atomic_store(&readers, my_readers);
 }
 
 static struct np_region *lookup(const struct trap_table *t, uint64_t addr)
@@ -367,6 +381,7 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(siginfo_t *si, u
 		np_host_regs_to_uc(&regs, uc);
 		return false;
 	}
+	my_readers++;
 	atomic_fetch_add(&readers, 1);
 	enum trap_kind kind = classify(at, &r);
 	if (kind == TRAP_OURS) {
@@ -376,6 +391,7 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(siginfo_t *si, u
 		np_host_regs_to_uc(&regs, uc);
 	}
 	atomic_fetch_sub(&readers, 1);
+	my_readers--;
 	return kind == TRAP_FOREIGN;
 }
 

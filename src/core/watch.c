@@ -291,10 +291,13 @@ NP_API int np_watch_slots(enum np_watch_type type)
 		errno = -err;
 		return -1;
 	}
-	pthread_mutex_lock(&np_engine_lock);
+	if ((err = np_engine_lock())) {
+		errno = -err;
+		return -1;
+	}
 	err = slots_ready();
 	int n = err ? -1 : pool_slots[pool_of(type)];
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 	if (err)
 		errno = -err;
 	return n;
@@ -457,13 +460,13 @@ static void table_publish(struct np_watch *w, int idx)
 	atomic_store_explicit(&e->watch, w, memory_order_release);
 }
 
-/* Unpublish, then wait until no thread runs its handler: the same
- * asymmetric barrier as probes (docs/design.md, "Detach"). */
-static void table_drop(struct np_watch *w)
+/* Unpublish; once the lock is released, a membarrier and a wait until no
+ * thread runs its handler (the asymmetric barrier of probes,
+ * docs/design.md, "Detach"), then done(w). */
+static void table_drop(struct np_watch *w, np_quiesce_fn *done)
 {
 	atomic_store_explicit(&np_watch_table[w->index].watch, NULL, memory_order_seq_cst);
-	np_barrier_threads();
-	np_thread_wait_site(&w->token);
+	np_quiesce_later(&w->token, done, w, NULL, true);
 }
 
 /* --- the API ---------------------------------------------------------------------- */
@@ -515,6 +518,12 @@ static void watch_delete(struct np_watch *w)
 	free(w);
 }
 
+static void watch_delete_later(void *w, void *unused)
+{
+	(void)unused;
+	watch_delete(w);
+}
+
 /* Engine lock held: every check, then the events. 0 or -errno, logged. */
 static int attach_locked(struct np_watch **out, uint64_t addr, size_t len,
 			 enum np_watch_type type, np_watch_fn fn, const struct np_watch_opts *o)
@@ -550,8 +559,7 @@ static int attach_locked(struct np_watch **out, uint64_t addr, size_t len,
 	np_watch_modules_refresh(); /* the hit path finds functions there */
 	table_publish(w, idx);
 	if ((err = place_everywhere(w))) {
-		table_drop(w);
-		watch_delete(w);
+		table_drop(w, watch_delete_later);
 		return err;
 	}
 	pool_used[pool]++;
@@ -576,10 +584,11 @@ NP_API struct np_watch *np_watch_attach(void *addr, size_t len, enum np_watch_ty
 	if (opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	np_fault_guard_refresh(); /* reads of the value take the fast path */
-	pthread_mutex_lock(&np_engine_lock);
+	if ((err = np_engine_lock()))
+		return fail_null(-err);
 	np_thread_pool_stock(); /* a block for each thread's first hit */
 	err = attach_locked(&w, (uint64_t)(uintptr_t)addr, len, type, handler, &o);
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 	return err ? fail_null(-err) : w;
 }
 
@@ -589,26 +598,29 @@ NP_API int np_watch_detach(struct np_watch *w)
 		errno = w ? EDEADLK : EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&np_engine_lock);
+	int err = np_engine_lock();
+	if (err) {
+		errno = -err;
+		return -1;
+	}
 	if (!w->detached) {
 		/* closing the events removes their inherited copies too: no new
 		 * signal; then the ones already on their way find no watch */
 		close_events(w);
-		table_drop(w);
+		table_drop(w, NULL);
 		pool_used[pool_of(w->type)]--;
 		w->detached = true;
 	}
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock(); /* returns once no handler of w runs */
 	return 0;
 }
 
 NP_API void np_watch_free(struct np_watch *w)
 {
-	if (!w || np_watch_detach(w))
+	if (!w || np_watch_detach(w) || np_engine_lock())
 		return;
-	pthread_mutex_lock(&np_engine_lock);
 	watch_delete(w);
-	pthread_mutex_unlock(&np_engine_lock);
+	np_engine_unlock();
 }
 
 NP_API uint64_t np_watch_hits(const struct np_watch *w)
@@ -623,6 +635,26 @@ NP_API uint64_t np_watch_missed(const struct np_watch *w)
 	const struct np_watch_entry *e = &np_watch_table[w->index];
 	uint64_t no_block = atomic_load(&e->gen) == w->gen ? atomic_load(&e->missed_no_block) : 0;
 	return np_thread_sum_missed(w->slot) - w->missed_base + no_block;
+}
+
+/* In a forked child: the kernel copied none of the events (inherit_thread
+ * limits them to threads), so no watch fires there. Each is detached in
+ * the child: its copies of the descriptors closed (they would keep the
+ * parent's events, and the parent threads' debug registers, alive after
+ * the parent closed its own), its registers counted free for the child's
+ * own watches. The handles stay valid: np_watch_hits, np_watch_free. */
+void np_watch_after_fork(void)
+{
+	for (int i = 0; i < NP_WATCH_MAX; i++) {
+		struct np_watch *w = atomic_load(&np_watch_table[i].watch);
+		if (!w || w->detached)
+			continue;
+		close_events(w);
+		atomic_store(&np_watch_table[i].watch, NULL);
+		if (pool_used[pool_of(w->type)] > 0)
+			pool_used[pool_of(w->type)]--;
+		w->detached = true;
+	}
 }
 
 void np_watch_maintain(void)

@@ -1070,9 +1070,12 @@ TEST(a_jump_from_a_neighbour_or_from_far_away_to_the_second_word_keeps_working)
 
 /* Trampoline memory stays out of the heap's way: brk grows up from the
  * program break, and a chunk right above it made malloc fall back to mmap.
- * Anonymous executable mappings that existed before main (under qemu-user:
- * its signal trampoline page) are not the engine's. */
-static unsigned long long exec_anon_at_start[16];
+ * Anonymous executable mappings that existed before the probe (under
+ * qemu-user: its signal trampoline page; chunks of earlier cases, such as
+ * the one for libgcc's unwinder, which under qemu-user has nothing but the
+ * heap's room within reach) are not this probe's. */
+#define EXEC_ANON_MAX 256
+static unsigned long long exec_anon_at_start[EXEC_ANON_MAX];
 
 static unsigned exec_anon_within(uint64_t lo, uint64_t hi, bool record)
 {
@@ -1086,9 +1089,9 @@ static unsigned exec_anon_within(uint64_t lo, uint64_t hi, bool record)
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %255s", &s, &e, perms, path) < 3 ||
 		    perms[2] != 'x' || path[0])
 			continue;
-		if (record && n < 16)
+		if (record && n < EXEC_ANON_MAX)
 			exec_anon_at_start[n++] = s;
-		for (unsigned i = 0; i < 16; i++)
+		for (unsigned i = 0; i < EXEC_ANON_MAX; i++)
 			old |= exec_anon_at_start[i] == s;
 		found += !old && s < hi && e > lo;
 	}
@@ -1111,8 +1114,24 @@ __attribute__((constructor)) static void note_exec_anon_at_start(void)
 #define JUMP_REACH (128ull << 20)
 #endif
 
+/* Where the jump written at site goes: the trampoline. */
+static uint64_t jump_target(uint64_t site)
+{
+#if defined(__x86_64__)
+	int32_t d;
+	memcpy(&d, (const uint8_t *)(uintptr_t)site + 1, sizeof(d));
+	return *(const uint8_t *)(uintptr_t)site == 0xe9 ? site + 5 + (uint64_t)(int64_t)d : 0;
+#else
+	uint32_t w;
+	memcpy(&w, (const void *)(uintptr_t)site, sizeof(w));
+	int64_t off = (int64_t)((uint64_t)(w & 0x03ffffffu) << 38) >> 36; /* imm26 * 4 */
+	return (w & 0xfc000000u) == 0x14000000u ? site + (uint64_t)off : 0; /* b */
+#endif
+}
+
 TEST(trampolines_leave_the_heap_room_to_grow)
 {
+	exec_anon_within(0, 0, true);
 	struct e2e_counter c = {.addr = (uintptr_t)api_nb_tail};
 	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
 	struct np_probe *p = np_probe_attach((void *)api_nb_tail, &o);
@@ -1121,6 +1140,9 @@ TEST(trampolines_leave_the_heap_room_to_grow)
 	uint64_t hi = brk + (256ull << 20) < site + JUMP_REACH ? brk + (256ull << 20)
 								 : site + JUMP_REACH;
 	CHECK_EQ(exec_anon_within(brk, hi, false), 0);
+	uint64_t tramp = p ? jump_target(site) : 0;
+	CHECK(tramp != 0);
+	CHECK(tramp < brk || tramp >= hi);
 	if (p)
 		CHECK_EQ(e2e_detach_free(p), 0);
 }

@@ -16,6 +16,8 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +81,59 @@ static int wait_parked(const struct parked *pk, bool (*where)(uint64_t pc, const
 	return 0;
 }
 
+/* A bystander: a thread waiting in epoll_wait with no timeout while the
+ * patch that lands inside goes in with the other threads stopped. It
+ * must not be stopped: a signal handler that ran there would fail the
+ * call with EINTR (blocked threads are judged from outside). */
+struct bystander {
+	int ep, ev;
+	long result;
+	pid_t tid;
+	pthread_t th;
+};
+
+static void *bystand(void *arg)
+{
+	struct bystander *b = arg;
+	struct epoll_event e;
+	__atomic_store_n(&b->tid, (pid_t)gettid(), __ATOMIC_RELEASE);
+	b->result = epoll_wait(b->ep, &e, 1, -1);
+	if (b->result < 0)
+		b->result = -errno;
+	return NULL;
+}
+
+static void bystander_start(struct bystander *b)
+{
+	struct epoll_event e = {.events = EPOLLIN};
+	b->ep = epoll_create1(EPOLL_CLOEXEC);
+	b->ev = eventfd(0, EFD_CLOEXEC);
+	CHECK_EQ(epoll_ctl(b->ep, EPOLL_CTL_ADD, b->ev, &e), 0);
+	b->tid = 0;
+	CHECK_EQ(pthread_create(&b->th, NULL, bystand, b), 0);
+	char path[64], line[64] = "running";
+	for (int i = 0; i < 10000 && (line[0] == 'r' || line[0] == '-'); i++) {
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+		pid_t tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE);
+		snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+		FILE *f = tid ? fopen(path, "re") : NULL;
+		if (f && !fgets(line, sizeof line, f))
+			line[0] = 'r';
+		if (f)
+			fclose(f);
+	}
+}
+
+static void bystander_end(struct bystander *b)
+{
+	uint64_t one = 1;
+	CHECK_EQ(write(b->ev, &one, sizeof one), (long)sizeof one);
+	pthread_join(b->th, NULL);
+	CHECK_EQ(b->result, 1); /* its one event, not -EINTR */
+	close(b->ep);
+	close(b->ev);
+}
+
 /* In the trampoline, that is outside fn. */
 static bool outside_fn(uint64_t pc, const uint8_t *fn)
 {
@@ -107,6 +162,7 @@ static void land_after_retire(uint8_t *fn, int batch)
 	uint8_t pristine[16];
 	struct e2e_counter c0 = {0}, c4 = {0};
 	struct parked pk = {.fn = fn};
+	struct bystander by;
 	int pfd[2];
 	pthread_t th;
 
@@ -128,7 +184,9 @@ static void land_after_retire(uint8_t *fn, int batch)
 	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
 
 	/* +4: a jump there would cover +7, where the parked thread goes */
+	bystander_start(&by);
 	struct np_probe *p4 = attach_one(fn + 4, &c4, batch);
+	bystander_end(&by);
 	CHECK(p4 != NULL);
 	printf("# %s: the probe at +4 got %s; log: %s\n", batch ? "batch" : "single",
 	       p4 ? np_strategy_name(np_probe_strategy(p4)) : "nothing", e2e_log_state.last);
@@ -180,19 +238,13 @@ TEST(the_same_when_the_new_probe_comes_in_a_batch)
 	land_after_retire(t_park_batch, 1);
 }
 
-/* Answers of an earlier round must not stand in for another thread's.
- * The engine's signal is a real-time one: a thread that blocks it keeps
- * one instance queued per round it was asked in. Two threads block it:
- * one parked in read() at +4 of the original code (strictly inside the
- * [0, 7) a probe at +0 covers), one busy. The first attach waits 2 s for
- * them and fails (EAGAIN). During the second, the busy thread unblocks
- * and answers twice, for both rounds, while the parked one cannot answer
- * yet. Counting answers took that for everyone's: the jump went in, and
- * the parked thread came back from read() into its middle. Each answer
- * names its thread and round: the patch waits for the parked one, which
- * answers once read() returned and it unblocked. */
-static int64_t rounds_t1; /* when the first attach returned (ns); 0 before */
-
+/* A thread blocked in a system call that returns strictly inside the
+ * bytes a jump would replace cannot be moved without interrupting the
+ * call (a handler that ran there would fail a nanosleep or an epoll_wait
+ * with EINTR): the patch is refused and the thread is not sent the
+ * engine's signal. Parked in read() at +4 of the original code, strictly
+ * inside the [0, 7) a probe at +0 covers, with the real-time signals
+ * blocked, so that one sent would stay pending where /proc shows it. */
 #define SEC 1000000000LL
 static int64_t now_ns(void)
 {
@@ -210,36 +262,11 @@ static void rt_signals(int how)
 	pthread_sigmask(how, &rt, NULL);
 }
 
-/* Wait, busy, until 'after' ns past the first attach's return. */
-static void until_after_first(int64_t after)
-{
-	int64_t t1;
-	while (!(t1 = __atomic_load_n(&rounds_t1, __ATOMIC_ACQUIRE)) || now_ns() < t1 + after)
-		;
-}
-
 static void *park_blocked(void *arg)
 {
 	rt_signals(SIG_BLOCK);
 	park(arg);
 	rt_signals(SIG_UNBLOCK);
-	return NULL;
-}
-
-static void *busy_blocked(void *arg)
-{
-	(void)arg;
-	rt_signals(SIG_BLOCK);
-	until_after_first(1 * SEC);
-	rt_signals(SIG_UNBLOCK); /* both rounds' signals come now */
-	until_after_first(3 * SEC);
-	return NULL;
-}
-
-static void *wake_parked(void *arg)
-{
-	until_after_first(2 * SEC);
-	CHECK_EQ(write(*(int *)arg, "x", 1), 1);
 	return NULL;
 }
 
@@ -250,22 +277,107 @@ static bool inside_fn(uint64_t pc, const uint8_t *fn)
 	return pc == (uintptr_t)fn + 4;
 }
 
-TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
+/* The signals pending for thread tid alone (SigPnd). */
+static uint64_t pending_of(pid_t tid)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "SigPnd:", 7))
+			v = strtoull(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+TEST(a_thread_blocked_inside_the_bytes_is_left_in_its_call)
 {
 	uint8_t *fn = t_park_rounds, pristine[16];
 	struct e2e_counter c = {.addr = (uintptr_t)fn};
 	struct np_probe_opts jump = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	struct np_probe_opts any = e2e_opts(e2e_count, &c, NP_STRATEGY_AUTO);
 	struct parked pk = {.fn = fn};
-	pthread_t tp, tb, tw;
+	pthread_t tp;
 	int pfd[2];
 
 	memcpy(pristine, fn, sizeof pristine);
 	CHECK_EQ(pipe(pfd), 0);
 	pk.fd = pfd[0];
+	e2e_log_capture();
 	CHECK_EQ(pthread_create(&tp, NULL, park_blocked, &pk), 0);
 	CHECK(wait_parked(&pk, inside_fn));
-	CHECK_EQ(pthread_create(&tb, NULL, busy_blocked, NULL), 0);
-	CHECK_EQ(pthread_create(&tw, NULL, wake_parked, &pfd[1]), 0);
+
+	errno = 0;
+	CHECK(np_probe_attach(fn, &jump) == NULL);
+	CHECK_EQ(errno, EAGAIN);
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+	CHECK_EQ(pending_of(pk.tid) >> (SIGRTMIN - 1), 0); /* no real-time signal sent */
+	struct np_probe *p = np_probe_attach(fn, &any); /* a breakpoint at +0 */
+	CHECK(p != NULL);
+	CHECK_EQ(p ? np_probe_strategy(p) : NP_STRATEGY_AUTO, NP_STRATEGY_TRAP);
+
+	CHECK_EQ(write(pfd[1], "x", 1), 1);
+	pthread_join(tp, NULL);
+	CHECK_EQ(pk.result, 1); /* read() returned, and the code after it ran */
+	char b;
+	CHECK_EQ(write(pfd[1], "y", 1), 1);
+	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+	CHECK_EQ(b, 'y');
+	if (p) {
+		CHECK_EQ(c.hits, 1); /* this call; the parked thread was past +0 */
+		CHECK_EQ(e2e_detach_free(p), 0);
+	}
+	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* Answers of an earlier round must not stand in for another thread's.
+ * The engine's signal is a real-time one: a thread that blocks it keeps
+ * one instance queued per round it was asked in. Two running threads
+ * block it. The first attach waits 2 s for them and fails (EAGAIN).
+ * During the second, one unblocks and answers twice, for both rounds,
+ * while the other cannot answer yet. Counting answers took that for
+ * everyone's, and the jump went in while the second could still have
+ * been inside its bytes. Each answer names its thread and round: the
+ * patch waits for the second one, which answers once it unblocks. */
+static int64_t rounds_t1; /* when the first attach returned (ns); 0 before */
+static volatile int late_unblocked;
+
+/* Wait, busy, until 'after' ns past the first attach's return. */
+static void until_after_first(int64_t after)
+{
+	int64_t t1;
+	while (!(t1 = __atomic_load_n(&rounds_t1, __ATOMIC_ACQUIRE)) || now_ns() < t1 + after)
+		;
+}
+
+static void *busy_blocked(void *arg)
+{
+	int64_t unblock = (int64_t)(intptr_t)arg * SEC;
+	rt_signals(SIG_BLOCK);
+	until_after_first(unblock);
+	if (unblock > SEC)
+		late_unblocked = 1; /* before the answer it makes possible */
+	rt_signals(SIG_UNBLOCK); /* both rounds' signals come now */
+	until_after_first(3 * SEC);
+	return NULL;
+}
+
+TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
+{
+	uint8_t *fn = t_park_rounds, pristine[16];
+	struct e2e_counter c = {.addr = (uintptr_t)fn};
+	struct np_probe_opts jump = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+	pthread_t early, late;
+
+	memcpy(pristine, fn, sizeof pristine);
+	rounds_t1 = 0;
+	late_unblocked = 0;
+	CHECK_EQ(pthread_create(&early, NULL, busy_blocked, (void *)1), 0);
+	CHECK_EQ(pthread_create(&late, NULL, busy_blocked, (void *)2), 0);
 
 	errno = 0;
 	CHECK(np_probe_attach(fn, &jump) == NULL); /* neither answers */
@@ -274,24 +386,23 @@ TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
 	__atomic_store_n(&rounds_t1, now_ns(), __ATOMIC_RELEASE);
 	struct np_probe *p = np_probe_attach(fn, &jump);
 	CHECK(p != NULL);
-	CHECK(now_ns() > rounds_t1 + 2 * SEC); /* it waited for the parked thread */
+	CHECK_EQ(late_unblocked, 1); /* it waited for the late thread's own answer */
 
-	pthread_join(tp, NULL);
-	pthread_join(tb, NULL);
-	pthread_join(tw, NULL);
-	CHECK_EQ(pk.result, 1); /* read() returned, and the code after it ran */
-	char b;
-	CHECK_EQ(write(pfd[1], "y", 1), 1);
-	CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
-	CHECK_EQ(b, 'y');
+	pthread_join(early, NULL);
+	pthread_join(late, NULL);
 	if (p) {
+		int pfd[2];
+		char b;
+		CHECK_EQ(pipe(pfd), 0);
+		CHECK_EQ(write(pfd[1], "y", 1), 1);
+		CHECK_EQ(((park_fn *)(void *)fn)(pfd[0], &b, 1), 1);
+		CHECK_EQ(b, 'y');
 		CHECK_EQ(c.hits, 1);
-		CHECK_EQ(np_probe_detach(p), 0);
-		np_probe_free(p);
+		CHECK_EQ(e2e_detach_free(p), 0);
+		close(pfd[0]);
+		close(pfd[1]);
 	}
 	CHECK(memcmp(pristine, fn, sizeof pristine) == 0);
-	close(pfd[0]);
-	close(pfd[1]);
 }
 
 /* A thread that blocks every signal, as jemalloc's background threads do,

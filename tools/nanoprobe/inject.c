@@ -22,6 +22,10 @@
  * orig_rax = -1 so that the kernel does not "restart" a syscall at our pc;
  * at the end every register is put back as it was, and when the thread
  * resumes the kernel restarts its syscall as if it had never stopped.
+ * Two things the restart does not undo are undone here (see "The
+ * interrupted system call" below): a sleep writes its remaining time at
+ * the interruption, and a few waits (epoll_wait, sigtimedwait) fail with
+ * EINTR instead of restarting.
  *
  * Signals that arrive while we hold the thread are held back and given back
  * at detach. Faults raised by the code we call go to the program's own
@@ -58,6 +62,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -111,6 +116,19 @@ static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, 
 	r->eflags &= ~0x400ull;   /* DF clear, as the ABI wants at a call */
 	r->orig_rax = (uint64_t)-1; /* no syscall to restart at fn */
 }
+
+/*
+ * Make the thread issue its system call nr again when it resumes: pc back
+ * on the 2-byte `syscall`, rax the number (the arguments are still in
+ * their registers), and no restart for the kernel to apply on top.
+ */
+static void isa_reissue(isa_regs *r, long nr, uint64_t arg0)
+{
+	(void)arg0;
+	r->rip -= 2;
+	r->rax = (uint64_t)nr;
+	r->orig_rax = (uint64_t)-1;
+}
 #elif defined(__aarch64__)
 #define ISA_NAME     "arm64"
 #define ISA_RED_ZONE 0 /* AAPCS64 on Linux: nothing lives below sp */
@@ -147,6 +165,15 @@ static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, 
 	r->pc = fn;
 	r->sp = top;
 	r->regs[30] = 0;
+}
+
+/* pc back on the `svc`, x0 its first argument again (the result replaced
+ * it), x8 the number. The kernel forgot the call before the stop. */
+static void isa_reissue(isa_regs *r, long nr, uint64_t arg0)
+{
+	r->pc -= 4;
+	r->regs[0] = arg0;
+	r->regs[8] = (uint64_t)nr;
 }
 #elif defined(__riscv) && __riscv_xlen == 64
 #define ISA_NAME     "riscv64"
@@ -185,6 +212,14 @@ static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, 
 	r->sp = top;
 	r->ra = 0;
 }
+
+/* pc back on the `ecall`, a0 its first argument again, a7 the number. */
+static void isa_reissue(isa_regs *r, long nr, uint64_t arg0)
+{
+	r->pc -= 4;
+	r->a0 = arg0;
+	r->a7 = (uint64_t)nr;
+}
 #else
 #error "inject.c: remote calls are not written for this ISA yet"
 #endif
@@ -197,6 +232,11 @@ static void isa_set_call(isa_regs *r, uint64_t fn, const uint64_t *args, int n, 
 #define STATUS_MAX      8192
 /* ptrace() is variadic and reads addr and data as pointers: widen integers. */
 #define PT_ARG(x) ((void *)(uintptr_t)(x))
+
+struct blocked_call {
+	long nr;
+	uint64_t arg[6];
+};
 
 struct target {
 	pid_t pid;
@@ -213,6 +253,11 @@ struct target {
 	struct iovec ext[N_EXT]; /* saved; iov_len 0 if the kernel lacks the set */
 	siginfo_t deferred[MAX_DEFERRED];
 	int ndeferred;
+	/* the system call we interrupted (nr < 0: none), and the bytes a
+	 * sleep wrote its remaining time over (rem_at 0: none) */
+	struct blocked_call call;
+	uint64_t rem_at;
+	uint8_t rem[16];
 };
 
 /* The addresses in the target of the loader's entry points. */
@@ -659,6 +704,140 @@ static int stop_now(struct target *t, const char *what)
 	return kind;
 }
 
+/* ---- The interrupted system call ----------------------------------------- */
+
+/*
+ * Stopping a thread that waits in a system call interrupts the call. When
+ * the thread resumes with its registers as they were, the kernel restarts
+ * most calls as if nothing had happened (read, poll, futex, select, pause,
+ * and a sleep through restart_syscall), but not everything:
+ * - nanosleep and a relative clock_nanosleep write the time left into
+ *   their `rem` argument at the interruption (the kernel's do_nanosleep),
+ *   though the call goes on and returns 0: those bytes are read before
+ *   the thread is stopped and written back before it resumes;
+ * - epoll_wait, epoll_pwait(2), sigtimedwait, semtimedop and
+ *   io_(p)getevents return EINTR after any stop, with or without a handler
+ *   (signal(7)), and none of them has done anything then: the call is
+ *   issued again with its arguments (a timeout starts over).
+ * A thread that enters its sleep between our look and the stop is not
+ * seen: its `rem` is written.
+ */
+
+/* The call the thread is in, blocked or stopped at its end, with its
+ * original arguments ("nr a1..a6 sp pc" in /proc), else nr -1. */
+static struct blocked_call current_call(pid_t pid)
+{
+	char p[64], line[256], *got;
+	struct blocked_call c = {.nr = -1};
+	uint64_t v[9];
+	int n = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/syscall", (int)pid, (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return c;
+	got = fgets(line, sizeof(line), f);
+	fclose(f);
+	for (char *at = got, *next; at && n < 9; at = next, n++) {
+		v[n] = n ? strtoull(at, &next, 16) : (uint64_t)strtoll(at, &next, 10);
+		if (next == at)
+			break;
+	}
+	if (n == 9) {
+		c.nr = (long)v[0];
+		memcpy(c.arg, v + 1, sizeof(c.arg));
+	}
+	return c;
+}
+
+static bool user_pointer(uint64_t a)
+{
+	return a >= 4096;
+}
+
+/* Where the call will write the time left when interrupted, or 0. A
+ * restart_syscall is a sleep the kernel restarted after an earlier stop
+ * (a debugger, an earlier session): its registers are still the first
+ * call's, told apart by their shape (a clock id and flags, or two
+ * pointers; poll's and futex's restarts have neither). */
+static uint64_t rem_of(const struct blocked_call *c)
+{
+	bool clock = c->arg[0] < 64 && c->arg[1] <= TIMER_ABSTIME && user_pointer(c->arg[2]);
+	bool plain = user_pointer(c->arg[0]) && user_pointer(c->arg[1]);
+
+	if (c->nr == SYS_restart_syscall)
+		return clock ? (c->arg[1] & TIMER_ABSTIME ? 0 : c->arg[3]) : plain ? c->arg[1] : 0;
+	if (c->nr == SYS_nanosleep)
+		return c->arg[1];
+	if (c->nr == SYS_clock_nanosleep)
+		return c->arg[1] & TIMER_ABSTIME ? 0 : c->arg[3];
+	return 0;
+}
+
+/* Calls that fail with EINTR after a stop, having done nothing. */
+static bool fails_on_stop(long nr)
+{
+	static const long nrs[] = {
+#ifdef SYS_epoll_wait
+		SYS_epoll_wait,
+#endif
+#ifdef SYS_epoll_pwait2
+		SYS_epoll_pwait2,
+#endif
+#ifdef SYS_semop
+		SYS_semop,
+#endif
+#ifdef SYS_io_pgetevents
+		SYS_io_pgetevents,
+#endif
+		SYS_epoll_pwait, SYS_rt_sigtimedwait, SYS_semtimedop, SYS_io_getevents,
+	};
+
+	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++)
+		if (nr == nrs[i])
+			return true;
+	return false;
+}
+
+/* Before the stop: the bytes the sleep the thread is in would overwrite. */
+static void keep_rem(struct target *t, const struct blocked_call *before)
+{
+	uint64_t at = rem_of(before);
+	struct iovec local = {t->rem, sizeof(t->rem)}, remote = {(void *)at, sizeof(t->rem)};
+
+	t->rem_at = 0;
+	if (at && process_vm_readv(t->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(t->rem))
+		t->rem_at = at;
+}
+
+/* Stopped: the call we interrupted, if it is the one seen before. */
+static void note_call(struct target *t, const struct blocked_call *before)
+{
+	t->call = current_call(t->pid);
+	if (t->call.nr != before->nr || memcmp(t->call.arg, before->arg, sizeof(t->call.arg)))
+		t->rem_at = 0;
+}
+
+/* The registers to resume with: a call that failed because we stopped it
+ * issued again. */
+static void undo_eintr(struct target *t)
+{
+	if (t->call.nr >= 0 && fails_on_stop(t->call.nr) &&
+	    (int64_t)isa_result(&t->saved) == -EINTR)
+		isa_reissue(&t->saved, t->call.nr, t->call.arg[0]);
+}
+
+/* After the registers: the sleep's remaining time as it was. */
+static void give_back_rem(struct target *t)
+{
+	struct iovec local = {t->rem, sizeof(t->rem)}, remote = {(void *)t->rem_at, sizeof(t->rem)};
+
+	if (t->rem_at && process_vm_writev(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(t->rem))
+		fail(t, -EFAULT, "cannot put back the time left of the sleep of process %d",
+		     t->pid);
+}
+
 /* ---- Attach and detach -------------------------------------------------- */
 
 static int save_ext(struct target *t)
@@ -743,8 +922,13 @@ static int attach(struct target *t)
 	int e, r;
 
 	if (ptrace(PTRACE_SEIZE, t->pid, NULL, NULL) == 0) {
+		struct blocked_call before = current_call(t->pid);
+
 		t->attached = true;
+		keep_rem(t, &before);
 		r = stop_now(t, "the attach");
+		if (r >= 0)
+			note_call(t, &before);
 		if (r >= 0)
 			r = save_regs(t);
 		return r < 0 ? r : unmask_faults(t);
@@ -797,8 +981,11 @@ static int detach(struct target *t)
 
 	if (!t->attached || t->gone)
 		return 0;
-	if (t->regs_saved)
+	if (t->regs_saved) {
+		undo_eintr(t);
 		r = restore_regs(t);
+		give_back_rem(t);
+	}
 	if (restore_mask(t) && !r)
 		r = -EIO;
 	sig = give_back_signals(t);
@@ -1098,6 +1285,8 @@ static void forget_thread(struct target *t)
 	}
 	t->attached = t->regs_saved = t->at_signal_stop = t->mask_changed = false;
 	t->ndeferred = 0;
+	t->call.nr = -1;
+	t->rem_at = 0;
 }
 
 /*
