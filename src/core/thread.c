@@ -251,7 +251,7 @@ void np_thread_after_fork(void)
 			if (t == self)
 				continue;
 			atomic_store(&t->in_site, NULL);
-			t->shadow_top = 0;
+			np_shadow_reset(t, false);
 			atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 		}
 	if (self)
