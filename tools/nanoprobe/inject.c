@@ -44,6 +44,7 @@
  * a lock it took, stays behind.
  */
 #include "inject.h"
+#include "masks.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -640,6 +641,24 @@ static int classify(struct target *t, int status, siginfo_t *si)
 	return is_fault(si) ? STOP_FAULT : STOP_SIGNAL;
 }
 
+/*
+ * The engine's request to a thread to say where it is (src/core/patch.c),
+ * sent by the agent's own threads while we hold the thread: the engine an
+ * earlier session loaded, placing or removing code. It is dropped, never
+ * delivered. Delivered inside our call, its handler's sigreturn would
+ * clear the kernel's restart state of the sleep we interrupted (the
+ * restarted nanosleep then fails with EINTR); held back to the detach, it
+ * would meet that sleep's restart and the kernel would turn it into EINTR
+ * for a handler (signal(7)). The engine needs no answer from this thread:
+ * one that does not answer is judged from /proc once it waits in a system
+ * call (patch.c, left_since), as it does in our calls or once resumed.
+ */
+static bool engine_stop(const struct target *t, const siginfo_t *si)
+{
+	return si->si_code == SI_TKILL && si->si_pid == t->pid &&
+	       si->si_signo == np_masks_engine_signal();
+}
+
 /* Held back until detach, so that no handler of the program runs inside our call. */
 static void defer(struct target *t, const siginfo_t *si)
 {
@@ -673,6 +692,10 @@ static int next_stop(struct target *t, int64_t deadline, const char *what)
 	if (r)
 		return r;
 	kind = classify(t, status, &si);
+	if (kind == STOP_SIGNAL && engine_stop(t, &si)) {
+		r = resume(t, 0);
+		return r ? r : STOP_FAULT;
+	}
 	if (kind == STOP_SIGNAL)
 		defer(t, &si);
 	if (kind != STOP_FAULT)

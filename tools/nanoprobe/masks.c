@@ -59,7 +59,12 @@ static uint64_t bit(int sig)
  * answer, and every other thread waited, stopped, for 2 s. */
 uint64_t np_masks_engine(void)
 {
-	return bit(SIGTRAP) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGRTMAX - 3);
+	return bit(SIGTRAP) | bit(SIGSEGV) | bit(SIGBUS) | bit(np_masks_engine_signal());
+}
+
+int np_masks_engine_signal(void)
+{
+	return SIGRTMAX - 3;
 }
 
 /* SigBlk of a thread from /proc, 0 if it cannot be read (gone). */
