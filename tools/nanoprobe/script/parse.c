@@ -162,8 +162,9 @@ static bool int_type(const char *s, size_t len, int *bytes, bool *is_signed)
 static struct node *cast(struct parser *ps, struct loc open)
 {
 	struct node *n = node(ps, N_CAST, open);
-	int bytes;
-	bool sig;
+	int bytes = 8;
+	bool sig = true;
+	/* the caller saw an integer type here: int_type always finds it */
 	int_type(ps->tok.text, ps->tok.len, &bytes, &sig);
 	n->ival = bytes;
 	n->cast_signed = sig;
