@@ -109,6 +109,10 @@ static struct np_thread *claim(void)
 	}
 }
 
+/* A free block carries tid 0 (new, or reset by np_thread_pool_stock when
+ * its thread died, or in a forked child) until its claimer stamps its own: a claimed block
+ * still showing a dead thread's tid was taken back by stock and handed
+ * to a second thread, and two threads shared one block. */
 static struct np_thread *claim_from_pool(void)
 {
 	int n = atomic_load_explicit(&nsegs, memory_order_acquire);
@@ -213,10 +217,14 @@ void np_thread_pool_stock(void)
 				spare++;
 				continue;
 			}
-			if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH) {
+			/* tid 0: claimed by a thread that has not stamped its
+			 * tid yet (claim_from_pool), not a dead thread's */
+			int tid = atomic_load(&t->tid);
+			if (tid && syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH) {
 				/* gone, perhaps inside a handler (pthread_exit) */
 				atomic_store(&t->in_site, NULL);
 				np_shadow_reset(t, false);
+				atomic_store(&t->tid, 0);
 				atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 				spare++;
 			} else {
@@ -252,6 +260,7 @@ void np_thread_after_fork(void)
 				continue;
 			atomic_store(&t->in_site, NULL);
 			np_shadow_reset(t, false);
+			atomic_store(&t->tid, 0); /* free: see claim_from_pool */
 			atomic_fetch_or(&segs[s].free_mask, 1ull << i);
 		}
 	if (self)
@@ -305,6 +314,18 @@ void np_thread_wait_site(const struct np_site *site)
 				else
 					sched_yield();
 		}
+}
+
+const struct np_thread *np_thread_find(int tid)
+{
+	int n = atomic_load(&nsegs);
+	for (int s = 0; s < n; s++) {
+		uint64_t freem = atomic_load(&segs[s].free_mask);
+		for (unsigned i = 0; i < SEG_BLOCKS; i++)
+			if (!(freem & (1ull << i)) && atomic_load(&segs[s].blocks[i].tid) == tid)
+				return &segs[s].blocks[i];
+	}
+	return NULL;
 }
 
 bool np_thread_in_handler(int tid)
