@@ -179,15 +179,31 @@ static struct chunk *chunk_new(uint64_t aim, uint64_t near, uint64_t reach, bool
 	return c;
 }
 
+struct reach_of {
+	uint64_t near, reach;
+};
+
+static bool fits_reach(uint64_t at, size_t len, void *cookie)
+{
+	const struct reach_of *r = cookie;
+	return !r->near || (within(at, r->near, r->reach) && within(at + len, r->near, r->reach));
+}
+
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 {
+	struct reach_of want = {near, reach};
 	len = (len + 15) & ~(size_t)15;
 	if (len > CHUNK)
 		return 0;
+	/* reclaimed memory first (after a census, when one is due), then a
+	 * chunk's untouched end, and only then a new chunk */
+	uint64_t at = np_reclaim_take(len, fits_reach, &want, CHUNK);
+	if (at)
+		return at;
 	for (struct chunk *c = chunks; c; c = c->next)
 		if (c->used + len <= CHUNK && (!near || (within(c->base, near, reach) &&
 							 within(c->base + CHUNK, near, reach)))) {
-			uint64_t at = c->base + c->used;
+			at = c->base + c->used;
 			c->used += len;
 			return at;
 		}
@@ -202,19 +218,40 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 	return c->base;
 }
 
+/* Bytes of chunks handed out at least once (reused ones count once): what
+ * trampoline memory has cost so far. For tests. */
+uint64_t np_codemem_committed(void)
+{
+	uint64_t n = 0;
+	for (const struct chunk *c = chunks; c; c = c->next)
+		n += c->used;
+	return n;
+}
+
 /* Each window costs a chunk and a mapping (a module's call sites share
  * one): past this many, callers do without. */
 #define MAX_WINDOW_CHUNKS 64
 static unsigned window_chunks;
 
+static bool fits_window(uint64_t at, size_t len, void *cookie)
+{
+	const uint64_t *w = cookie;
+	(void)len;
+	return at >= w[0] && at < w[1];
+}
+
 uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
 {
 	uint64_t hi = lo + size;
+	uint64_t window[2] = {lo, hi};
 	len = (len + 15) & ~(size_t)15;
 	if (len > CHUNK || hi < lo)
 		return 0;
+	uint64_t at = np_reclaim_take(len, fits_window, window, CHUNK);
+	if (at)
+		return at;
 	for (struct chunk *c = chunks; c; c = c->next) {
-		uint64_t at = c->base + c->used;
+		at = c->base + c->used;
 		if (c->used + len <= CHUNK && at >= lo && at < hi) {
 			c->used += len;
 			return at;
@@ -233,7 +270,8 @@ uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
 
 /* Is pc inside trampoline memory (a trampoline or an out-of-line copy,
  * live or retired)? Read by a signal handler while the engine waits for
- * it (patch.c): the list only grows, under the engine lock. */
+ * it (patch.c): the list only grows, under the engine lock (chunks are
+ * never unmapped: reclaimed memory is reused in place). */
 bool np_codemem_holds(uint64_t pc)
 {
 	for (const struct chunk *c = chunks; c; c = c->next)
@@ -243,10 +281,10 @@ bool np_codemem_holds(uint64_t pc)
 }
 
 /* Every trampoline built, with where it jumps back to (its region's end),
- * kept for as long as its memory is (for good, see np_codemem_retire): a
- * thread still inside a retired one lands there, whatever has been
- * patched over it since. Consecutive trampolines of one region (rebuilt
- * often) share a record. */
+ * kept for as long as its memory is (until a census reclaims it,
+ * reclaim.c): a thread still inside a retired one lands there, whatever
+ * has been patched over it since. Memory reused holds a newer record,
+ * which is looked for first. */
 struct tramp_rec {
 	uint64_t at, end, land;
 };
@@ -256,11 +294,6 @@ static bool recs_lost; /* out of memory once: every range is at risk */
 
 void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land)
 {
-	struct tramp_rec *last = nrecs ? &recs[nrecs - 1] : NULL;
-	if (last && last->land == land && at >= last->end && at - last->end < 64) {
-		last->end = at + len; /* the gap between them is int3s */
-		return;
-	}
 	if (nrecs == recs_cap) {
 		size_t cap = recs_cap ? 2 * recs_cap : 64;
 		struct tramp_rec *v = realloc(recs, cap * sizeof(*v));
@@ -271,6 +304,18 @@ void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land)
 		recs = v, recs_cap = cap;
 	}
 	recs[nrecs++] = (struct tramp_rec){at, at + len, land};
+}
+
+/* The records of trampolines whose memory was reclaimed (gone(at)): no
+ * thread is in one. Not while a signal handler reads them (a census has
+ * had every answer before it frees anything). */
+void np_codemem_forget_tramps(bool (*gone)(uint64_t at, void *cookie), void *cookie)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < nrecs; i++)
+		if (!gone(recs[i].at, cookie))
+			recs[k++] = recs[i];
+	nrecs = k;
 }
 
 /* Can a thread in some trampoline land strictly inside (start, end)? */
@@ -295,18 +340,10 @@ bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end)
 		return false;
 	if (recs_lost)
 		return true;
-	for (size_t i = 0; i < nrecs; i++)
+	for (size_t i = nrecs; i-- > 0;)
 		if (pc >= recs[i].at && pc < recs[i].end)
 			return recs[i].land > start && recs[i].land < end;
 	return false;
-}
-
-/* Retired code is never handed out again here: a thread may still be
- * inside it (see docs/design.md, "Retiring trampolines"). */
-void np_codemem_retire(uint64_t addr, size_t len)
-{
-	(void)addr;
-	(void)len;
 }
 
 /* Descriptors the engine (or the agent) keeps open live high, away from
@@ -323,6 +360,7 @@ int np_fd_move_high(int fd)
 void np_code_begin(void)
 {
 	np_maps_call_begin();
+	np_reclaim_call_begin();
 }
 
 /* The descriptor names the process that opened it: a forked child that
@@ -401,8 +439,8 @@ static int write_mprotect(uint64_t addr, const void *src, size_t len)
 }
 
 /* Trampolines written while a batch is being built are gathered into one
- * write per run of consecutive allocations (the gaps between them, never
- * handed out, filled with int3), written before any other write to code,
+ * write per run of nearby allocations (the gaps between them rewritten
+ * with the bytes they hold), written before any other write to code,
  * so always before a jump can lead to them, and by np_codemem_flush before
  * the trap table can (a late SIGTRAP at a region's address goes to its
  * trampoline). */
@@ -436,12 +474,11 @@ static const struct chunk *chunk_of(uint64_t addr)
 	return NULL;
 }
 
-/* A run stays within one chunk: there, the bytes between two allocations
- * staged one after the other were handed out to nobody (a chunk hands out
- * its bytes in order, and a direct write flushes the stage first). Across
- * two adjacent chunks the int3 filler would also cover the start of the
- * upper one, which may hold trampolines written earlier (a window chunk
- * with one out-of-line copy, next to the chunk the run began in). */
+/* A run stays within one chunk, whose memory is all readable. The bytes
+ * between two allocations staged one after the other are written back as
+ * they are: reclaimed memory is handed out out of order, and the gap may
+ * hold a live trampoline (a direct write flushes the stage first, so
+ * what the gap holds is what was last written there). */
 int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 {
 	if (!np_batch_active() || len > STAGE_MAX)
@@ -454,7 +491,9 @@ int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 			return err;
 		stage.at = addr, end = addr;
 	}
-	memset(stage.buf + stage.len, 0xcc, addr - end);
+	/* the bytes between: their own (reclaimed memory between two
+	 * allocations may be another trampoline's, live) */
+	memcpy(stage.buf + stage.len, (const void *)(uintptr_t)end, addr - end);
 	memcpy(stage.buf + (addr - stage.at), src, len);
 	stage.len = addr - stage.at + len;
 	return 0;

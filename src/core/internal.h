@@ -143,6 +143,7 @@ struct np_region {
 	uint32_t tramp_off[NP_MAX_REGION_INSNS]; /* where each insn's block starts */
 	uint64_t tramp;               /* trampoline or out-of-line slot */
 	size_t tramp_len;
+	size_t tramp_cap;             /* the memory it was given */
 	/* What the SIGTRAP handler sends threads to: tramp and tramp_off as
 	 * they were when r last entered the trap table, which is always after
 	 * its trampoline was written (trap.c, np_trap_block). */
@@ -235,6 +236,8 @@ void np_thread_wait_site(const struct np_site *site);
 /* Is the thread tid running a probe's handlers (in_site)? For a thread
  * judged from outside rather than asked (patch.c). */
 bool np_thread_in_handler(int tid);
+/* The block of thread tid, NULL if it has none. */
+const struct np_thread *np_thread_find(int tid);
 
 /* The hit path: called by trampolines and the trap handler. */
 void np__dispatch(struct np_ctx *ctx);
@@ -450,6 +453,22 @@ void np_codemem_retire(uint64_t addr, size_t len);
 bool np_codemem_holds(uint64_t pc);
 bool np_codemem_equals(uint64_t addr, const void *bytes, size_t len);
 void np_codemem_note_tramp(uint64_t at, size_t len, uint64_t land);
+void np_codemem_forget_tramps(bool (*gone)(uint64_t at, void *cookie), void *cookie);
+uint64_t np_codemem_committed(void); /* bytes ever handed out (tests) */
+/* Reclaiming retired trampolines (reclaim.c). */
+void np_reclaim_call_begin(void); /* an API call that writes code begins */
+uint64_t np_reclaim_take(size_t len, bool (*fits)(uint64_t at, size_t len, void *cookie),
+			 void *cookie, uint64_t chunk);
+/* One thread's state in a census (in the stop signal's handler, or from
+ * outside while it is blocked), or a thread that cannot be looked at. */
+void np_reclaim_look(const struct np_regs *regs, bool all_regs, const struct np_thread *t);
+void np_reclaim_look_stack(uint64_t lo, uint64_t end, const struct np_thread *t);
+void np_reclaim_unsure(void);
+void np_reclaim_stats(uint64_t *in_limbo, uint64_t *free_bytes);
+/* Ask every thread to look at itself for a census (patch.c). */
+int np_threads_census(void);
+/* Each trampoline a trap-table entry sends a thread to (trap.c). */
+void np_trap_each_published(void (*fn)(uint64_t tramp, void *cookie), void *cookie);
 bool np_codemem_lands_inside(uint64_t start, uint64_t end);
 bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end);
 int np_code_write(uint64_t addr, const void *src, size_t len);

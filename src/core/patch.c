@@ -93,6 +93,9 @@ static struct {
 	/* answering threads in a signal handler that interrupted them strictly
 	 * inside the range (interrupted_inside) */
 	_Atomic int nested;
+	/* the round of a census of retired trampolines (np_threads_census), 0
+	 * when none runs: each answer looks at its thread's state */
+	_Atomic unsigned census;
 } req;
 
 /* The words just above a thread's stack pointer, STACK_LOOK bytes of
@@ -268,6 +271,8 @@ __attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsig
 	struct inside in = {req.start, req.end, map, req.cookie};
 	if (interrupted_inside(regs.gpr[np_host_isa->sp_reg], &in))
 		atomic_fetch_add(&req.nested, 1);
+	if (atomic_load(&req.census) == round)
+		np_reclaim_look(&regs, true, np_thread_peek());
 	*np_errno() = saved_errno;
 	if (regs.pc > req.start && regs.pc < req.end && map) {
 		regs.pc = map(req.cookie, regs.pc);
@@ -571,6 +576,7 @@ static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 
 static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
 				  bool risky);
+static bool census_blocked(int tid);
 
 /* A thread asked that has not answered: one that has exited since, or
  * that waits in a system call now (one that blocks the signal, or waits
@@ -579,6 +585,8 @@ static enum verdict judge_blocked(int tid, const struct sight *s, const struct i
  * blocked ones were. 1 out, 0 not yet, -EAGAIN: it cannot be left. */
 static int left_since(int tid)
 {
+	if (atomic_load(&req.census))
+		return census_blocked(tid) ? 1 : 0;
 	struct sight s = look_at(tid, true);
 	if (s.state == SEEN_GONE)
 		return 1;
@@ -723,6 +731,116 @@ void np_threads_resume(void)
 }
 
 static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc));
+
+/* How often the thread was switched out, voluntarily or not (UINT64_MAX
+ * when it cannot be read). Raw reads: no allocation. */
+static uint64_t switches(int tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return UINT64_MAX;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return UINT64_MAX;
+	buf[n] = 0;
+	const char *v = strstr(buf, "\nvoluntary_ctxt_switches:");
+	const char *nv = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+	if (!v || !nv)
+		return UINT64_MAX;
+	return strtoull(v + 25, NULL, 10) + strtoull(nv + 28, NULL, 10);
+}
+
+/* A thread waiting in a system call, looked at from here for a census
+ * (the signal could end its call early). What it would look at is in
+ * memory we share and does not change while it waits; that it waited
+ * throughout is proven by the same sight before and after and the same
+ * count of switches (waking up and blocking again counts one). Natively
+ * its pc and stack pointer are known; a guest thread under qemu-user
+ * shows the emulator's, so its whole stack is looked at, if its block
+ * learnt where that is. A vfork child runs unseen in our memory, maybe
+ * through a trampoline. False: it runs, ask it. */
+static bool census_blocked(int tid)
+{
+	uint64_t before = switches(tid);
+	struct sight s = look_at(tid, true), again;
+	const struct np_thread *t = np_thread_find(tid);
+	if (s.state == SEEN_GONE)
+		return true;
+	if (s.state != SEEN_BLOCKED && s.state != SEEN_GUEST)
+		return false;
+	if (waits_for_vfork(&s)) {
+		np_reclaim_unsure();
+		return true;
+	}
+	if (s.state == SEEN_BLOCKED) {
+		struct np_regs regs = {.pc = s.pc};
+		regs.gpr[np_host_isa->sp_reg] = s.sp;
+		np_reclaim_look(&regs, false, t);
+	} else if (t && atomic_load(&t->sh.home_ok) == 1) {
+		np_reclaim_look_stack(atomic_load(&t->sh.home_lo), atomic_load(&t->sh.home_hi), t);
+	} else {
+		np_reclaim_unsure();
+	}
+	again = look_at(tid, true);
+	if (again.state != s.state || again.pc != s.pc || again.sp != s.sp ||
+	    before == UINT64_MAX || switches(tid) != before)
+		np_reclaim_unsure();
+	return true;
+}
+
+/* Every thread looks at its own state for a census of retired
+ * trampolines (reclaim.c): the running ones, and this one, in the
+ * signal's handler, without being held; the blocked ones are looked at
+ * from here. A thread that blocks the signal makes the census unsure
+ * rather than wait for it. */
+int np_threads_census(void)
+{
+	static int all[MAX_ASK], asked[MAX_ASK + 1]; /* engine lock held */
+	pid_t pid = getpid();
+	int self = (int)syscall(SYS_gettid), k = 0, err = 0;
+	int n = list_threads(all, self);
+	sigset_t mine;
+	if (n < 0)
+		return n;
+	if (n == MAX_ASK || pthread_sigmask(SIG_BLOCK, NULL, &mine) ||
+	    sigismember(&mine, fixup_sig) == 1)
+		return -EAGAIN;
+	for (int i = 0; i < n; i++) {
+		struct sight s = settled_look(all[i]);
+		if (s.state == SEEN_FOREIGN && emulator_thread(all[i]))
+			continue;
+		if (s.state != SEEN_RUNNING && census_blocked(all[i]))
+			continue;
+		/* in a handler of the engine's (SIGTRAP's blocks it) for a
+		 * moment, or for good: asked only once it takes the signal */
+		for (int t = 0; blocked_mask(all[i]) & SIGBIT(fixup_sig); t++) {
+			if (t == SETTLE_TRIES)
+				return -EAGAIN;
+			nanosleep(&(struct timespec){0, 1000000L}, NULL);
+		}
+		asked[k++] = all[i];
+	}
+	asked[k++] = self;
+	req.map = NULL;
+	atomic_store(&req.acks, 0);
+	atomic_store(&req.hold, false);
+	unsigned round = atomic_fetch_add(&req.round, 1) + 1;
+	atomic_store(&req.census, round);
+	n = 0;
+	for (int i = 0; i < k && !err; i++) {
+		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
+			asked[n++] = asked[i];
+		else if (errno != ESRCH)
+			err = -errno;
+	}
+	if (!err)
+		err = wait_stopped(asked, n);
+	atomic_store(&req.census, 0);
+	return err;
+}
 
 /* A thread in a signal handler of its own that interrupted it inside the
  * range has not left it: asked again a little later, up to this many

@@ -114,6 +114,7 @@ static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
 	}
 	r->tramp = at;
 	r->tramp_len = (size_t)n;
+	r->tramp_cap = cap;
 	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (patch.c) */
 	return 0;
 }
@@ -255,7 +256,7 @@ static void drop_absorbed(struct np_region *r)
 		np_region_unlink(o);
 		np_trap_table_move(o, r);
 		np_trap_table_put(o->start, r);
-		np_codemem_retire(o->tramp, o->tramp_len);
+		np_codemem_retire(o->tramp, o->tramp_cap);
 		np_trap_defer_free(o);
 	}
 }
@@ -310,7 +311,7 @@ static int install_jump(const struct plan *p, bool forced)
 		for (unsigned i = 0; i < r->ninsn; i++)
 			if (r->sites[i])
 				r->sites[i]->region = np_region_find(r->insn[i].pc);
-		np_codemem_retire(r->tramp, r->tramp_len);
+		np_codemem_retire(r->tramp, r->tramp_cap);
 		np_trap_defer_free(r); /* a trap handler may have found it */
 		return err;
 	}
@@ -533,19 +534,20 @@ int np_region_refresh(struct np_region *r)
 	if (tramp_unchanged(r))
 		return 0;
 	uint64_t old = r->tramp;
-	size_t old_len = r->tramp_len;
+	size_t old_len = r->tramp_len, old_cap = r->tramp_cap;
 	uint32_t old_off[NP_MAX_REGION_INSNS]; /* build writes them as it goes */
 	memcpy(old_off, r->tramp_off, sizeof(old_off));
 	int err = build(r);
 	if (!err && (err = patch_jump(r, false)))
-		np_codemem_retire(r->tramp, r->tramp_len);
+		np_codemem_retire(r->tramp, r->tramp_cap);
 	if (err) { /* the old trampoline stays, with its own block offsets */
 		r->tramp = old;
 		r->tramp_len = old_len;
+		r->tramp_cap = old_cap;
 		memcpy(r->tramp_off, old_off, sizeof(old_off));
 		return err;
 	}
-	np_codemem_retire(old, old_len);
+	np_codemem_retire(old, old_cap);
 	return 0;
 }
 
@@ -610,7 +612,7 @@ gone:
 void np_region_forget(struct np_region *r)
 {
 	np_region_unlink(r);
-	np_codemem_retire(r->tramp, r->tramp_len);
+	np_codemem_retire(r->tramp, r->tramp_cap);
 	np_trap_defer_free(r); /* a trap handler may still hold it */
 }
 

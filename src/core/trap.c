@@ -181,6 +181,14 @@ static int table_edit(uint64_t addr, struct np_region *put, const struct np_regi
 	return 0;
 }
 
+void np_trap_each_published(void (*fn)(uint64_t tramp, void *cookie), void *cookie)
+{
+	const struct trap_table *t = atomic_load(&table);
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->e[i].region)
+			fn(__atomic_load_n(&t->e[i].region->pub.tramp, __ATOMIC_RELAXED), cookie);
+}
+
 /* A breakpoint at addr belongs to r: r's own start while it is being
  * patched, or the start of a region r absorbed (a thread that trapped there
  * just before the merge must go to r's block for that address, since the

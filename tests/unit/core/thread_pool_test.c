@@ -36,6 +36,19 @@ static struct np_thread *block_of_a_new_thread(void)
 	return t;
 }
 
+/* A thread that claims a block and stays until told to go. */
+static struct np_thread *claimer_block;
+static pthread_mutex_t go = PTHREAD_MUTEX_INITIALIZER;
+
+static void *claimer(void *arg)
+{
+	(void)arg;
+	claimer_block = np_thread_self();
+	pthread_mutex_lock(&go); /* held by the test until the end */
+	pthread_mutex_unlock(&go);
+	return NULL;
+}
+
 TEST(a_block_being_claimed_is_not_freed_as_a_dead_threads)
 {
 	CHECK_EQ(np_thread_pool_init(), 0);
@@ -44,17 +57,24 @@ TEST(a_block_being_claimed_is_not_freed_as_a_dead_threads)
 	np_thread_pool_stock(); /* its thread exited: the block is free again */
 	int left = atomic_load(&dead->tid);
 
-	struct np_thread *mine = np_thread_self(); /* the lowest free block */
-	CHECK(mine == dead);
-	/* this thread's claim, at the moment between taking the block and
-	 * stamping its tid: the block holds what stock left there */
-	atomic_store(&mine->tid, left);
+	pthread_t th;
+	pthread_mutex_lock(&go);
+	pthread_create(&th, NULL, claimer, NULL);
+	while (!__atomic_load_n(&claimer_block, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	CHECK(claimer_block == dead); /* the lowest free block */
+	/* the claimer at the moment between taking the block and stamping
+	 * its tid: the block holds what stock left there */
+	int tid = atomic_load(&claimer_block->tid);
+	atomic_store(&claimer_block->tid, left);
 	np_thread_pool_stock();
-	atomic_store(&mine->tid, (int)syscall(SYS_gettid));
+	atomic_store(&claimer_block->tid, tid);
 
 	struct np_thread *other = block_of_a_new_thread();
 	CHECK(other != NULL);
-	CHECK(other != mine);
+	CHECK(other != claimer_block);
+	pthread_mutex_unlock(&go);
+	pthread_join(th, NULL);
 }
 
 TEST_MAIN()
