@@ -153,9 +153,11 @@ __attribute__((no_sanitize("address"))) static uint64_t stack_end(uint64_t sp)
 
 /* Is the word at 'at' the pc of a signal frame on an alternate stack
  * that interrupted a stack outside [lo, end)? Such a frame lies within
- * the alternate stack its uc_stack records, which lies in the stack being
- * scanned, and uc_link is 0. A word that only looks so makes the census
- * unsure, which is safe. */
+ * the alternate stack its uc_stack records (enabled, and no smaller than
+ * sigaltstack allows), which lies in the stack being scanned, and
+ * uc_link is 0, and the stack pointer it interrupted is mapped. A word
+ * that only looks so makes the census unsure, which is safe (ASan's frame
+ * headers on the stack did, before the last two checks). */
 __attribute__((no_sanitize("address"))) static bool
 frame_from_elsewhere(uint64_t at, uint64_t lo, uint64_t end)
 {
@@ -166,10 +168,12 @@ frame_from_elsewhere(uint64_t at, uint64_t lo, uint64_t end)
 	    np_read_user(&sp, at + (uint64_t)s->sp, sizeof(sp)) || !sp || (sp >= lo && sp < end) ||
 	    np_read_user(&ss, at + (uint64_t)s->stack, sizeof(ss)))
 		return false;
+	/* sigaltstack refuses a stack under MINSIGSTKSZ (2 KiB on x86-64
+	 * and riscv64, 5 KiB on arm64); a disabled one holds no frame */
 	uint64_t ss_lo = (uint64_t)(uintptr_t)ss.ss_sp;
-	return ss_lo && ss.ss_size && ss_lo <= at && at - ss_lo < ss.ss_size &&
-	       ss.ss_size <= end - ss_lo &&
-	       !((unsigned)ss.ss_flags & ~(SS_ONSTACK | SS_DISABLE | (1u << 31))) /* SS_AUTODISARM */;
+	return ss_lo && ss.ss_size >= 2048 && ss_lo <= at && at - ss_lo < ss.ss_size &&
+	       ss.ss_size <= end - ss_lo && stack_end(sp) &&
+	       !((unsigned)ss.ss_flags & ~(SS_ONSTACK | (1u << 31))) /* SS_AUTODISARM */;
 }
 
 /* Every word of [lo, end). */
