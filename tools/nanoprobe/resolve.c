@@ -69,6 +69,19 @@ struct rprobe *resolve_add_probe(struct probe_set *set)
 	return r;
 }
 
+/* [A-Za-z_][A-Za-z0-9_]*, as perf probe makes a name of a file or a
+ * function: every other byte becomes '_', and a leading digit gets one. */
+static void one_word(char *s, size_t size)
+{
+	for (char *c = s; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			*c = '_';
+	if (isdigit((unsigned char)s[0]) && strlen(s) + 1 < size) {
+		memmove(s + 1, s, strlen(s) + 1);
+		s[0] = '_';
+	}
+}
+
 /* perf probe's names: group probe_<file>, event <func>[_<off>][__return]. */
 /* fn: the function's name for events, "" if there is none. */
 static void name_probe(struct rprobe *r, const struct spec *s, const char *path, const char *fn)
@@ -90,10 +103,10 @@ static void name_probe(struct rprobe *r, const struct spec *s, const char *path,
 			 (unsigned long long)(r->m.vaddr - r->m.func_vaddr));
 	else
 		snprintf(r->event, sizeof(r->event), "%s%s", fn, s->is_return ? "__return" : "");
-	/* an event name is one word: Shop::price becomes Shop__price */
-	for (char *c = r->event; *c; c++)
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			*c = '_';
+	/* names are words, as the kernel's: Shop::price becomes Shop__price,
+	 * the file my-app gives the group probe_my_app */
+	one_word(r->event, sizeof(r->event));
+	one_word(r->group, sizeof(r->group));
 }
 
 static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_symtab *st,

@@ -19,6 +19,7 @@
  * ET_DYN module at some offline base, which is subtracted again here.
  */
 #include "symtab.h"
+#include "suggest.h"
 
 #include "demangle.h"
 
@@ -744,66 +745,14 @@ const struct np_sym *np_symtab_at(const struct np_symtab *st, uint64_t vaddr)
 	return NULL;
 }
 
-/* Levenshtein distance, two rows; names longer than a row are too far. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[2][256];
-	if (la >= 256 || lb >= 256)
-		return SIZE_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[0][j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t *prev = row[(i - 1) & 1], *cur = row[i & 1];
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	}
-	return row[la & 1][lb];
-}
-
-struct near {
-	const char *name;
-	size_t dist;
-};
-
-/* Keep the three closest distinct names, ties in table order. */
-static void consider(struct near best[3], const char *name, size_t d)
-{
-	for (int i = 0; i < 3; i++)
-		if (best[i].name && !strcmp(best[i].name, name))
-			return;
-	for (int i = 0; i < 3; i++) {
-		if (best[i].name && best[i].dist <= d)
-			continue;
-		memmove(&best[i + 1], &best[i], (size_t)(2 - i) * sizeof(best[0]));
-		best[i] = (struct near){name, d};
-		return;
-	}
-}
-
 void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, size_t len)
 {
-	size_t n = strlen(name), max = n / 3 > 2 ? n / 3 : 2;
-	struct near best[3] = {{0}};
-	for (size_t i = 0; i < st->n; i++) {
-		const struct np_sym *s = &st->syms[i];
-		size_t ls = strlen(s->name);
-		if (s->source == NP_SYM_EHFRAME || (ls > n ? ls - n : n - ls) > max)
-			continue; /* synthetic names are no spelling of anything */
-		size_t d = edit_distance(name, s->name);
-		if (d <= max)
-			consider(best, s->name, d);
-	}
-	if (len)
-		buf[0] = '\0';
-	if (!best[0].name)
-		return;
-	snprintf(buf, len, "did you mean: %s%s%s%s%s?", best[0].name, best[1].name ? ", " : "",
-		 best[1].name ? best[1].name : "", best[2].name ? ", " : "",
-		 best[2].name ? best[2].name : "");
+	struct suggest sg;
+	suggest_init(&sg, name);
+	for (size_t i = 0; i < st->n; i++)
+		if (st->syms[i].source != NP_SYM_EHFRAME) /* synthetic names spell nothing */
+			suggest_consider(&sg, st->syms[i].name);
+	suggest_format(&sg, "", buf, len);
 }
 
 int np_symtab_offset_to_vaddr(const struct np_symtab *st, uint64_t off, uint64_t *vaddr)
