@@ -308,13 +308,16 @@ int cmd_list(int argc, char **argv)
 	int ret = parse_args(argc, argv, &o);
 	if (ret)
 		return ret;
-	char path[PATH_MAX], err[512];
+	char path[PATH_MAX], err[512], note[1024];
 	struct np_symtab st;
-	if (np_resolve_path(o.path, 0, path, sizeof(path), err, sizeof(err)) ||
+	if (np_resolve_program(o.path, 0, path, sizeof(path), note, sizeof(note), err,
+			       sizeof(err)) ||
 	    np_symtab_load(path, &st, err, sizeof(err))) {
 		cli_error("%s", err);
 		return 1;
 	}
+	if (note[0])
+		cli_error("%s", note);
 	ret = o.func ? list_matching(&st, o.func, &o) : list_all(&st, &o);
 	np_symtab_free(&st);
 	return ret;

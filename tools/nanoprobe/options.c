@@ -34,7 +34,10 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 		out[n] = 0;
 		return 0;
 	}
-	int rc = np_resolve_path(o->cmd[0], 0, out, len, err, errlen);
+	char note[1024];
+	int rc = np_resolve_program(o->cmd[0], 0, out, len, note, sizeof(note), err, errlen);
+	if (!rc && note[0])
+		cli_error("%s", note);
 	/* with an agent for another ISA, CMD is the emulator (qemu-user,
 	 * often static): the guest's loader does the preloading */
 	char agent[PATH_MAX], ignored[256];
