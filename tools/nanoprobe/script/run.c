@@ -572,6 +572,9 @@ static int prepare(struct run *r, int argc, char **argv, const char **file)
 	if (name_own_probes(r))
 		return 1;
 	r->rt.json = !strcmp(format, "json");
+	/* as -j for the other verbs: a program started with -- or -c writes
+	 * its stdout to our stderr, so that stdout holds JSON lines only */
+	r->o.json = r->rt.json;
 	char name[NP_PATH_MAX + 8];
 	snprintf(name, sizeof(name), r->o.out_path ? "-o %s" : "stdout", r->o.out_path);
 	if (!(r->o.out = output_open(r->o.out_path, name))) {
