@@ -635,6 +635,9 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 			(unsigned long long)t->corrupt);
 	for (size_t i = 0; i < set->n; i++)
 		if (set->p[i].state == 0)
-			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: %s was not loaded\n",
+			/* the file may well have run, in a process the session did
+			 * not trace: a child of the program (child.sh) */
+			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: the traced process "
+					"never loaded %s (processes it starts are not traced)\n",
 				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path);
 }
