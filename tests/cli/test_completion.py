@@ -12,7 +12,9 @@ after --, of list's file. It is also loaded the way it is installed: by
 the bash-completion package's loader, from a completions directory.
 
 zsh: the script is found on $fpath by compinit, which binds it to
-nanoprobe, and names every option of every verb's --help.
+nanoprobe, and names every option of every verb's --help; an interactive
+zsh in a pseudo-terminal (zsh_complete.zsh) completes lines as a user's
+Tab would, compared as for bash.
 
 Environment: as test_cli.py's; NP_COMPLETION_DIR (the scripts' folder).
 Arguments: names (substrings) of the cases to run; none: all of them.
@@ -160,6 +162,38 @@ complete -p nanoprobe
                            text=True, env=T.ENV, timeout=T.TIMEOUT)
     R.check("bound too early" not in p.stdout and "complete -F _nanoprobe nanoprobe" in p.stdout,
             "the loader binds _nanoprobe to nanoprobe", f"{p.stdout}\n{p.stderr}")
+
+
+def zsh_complete(line):
+    """What zsh offers for `line` (tests/cli/zsh_complete.zsh); `nanoprobe`
+    in it is the command built."""
+    line = line.replace("nanoprobe", NANOPROBE, 1)
+    p = subprocess.run([shutil.which("zsh"), "-f", os.path.join(T.HERE, "zsh_complete.zsh"), DIR,
+                        line], capture_output=True, text=True, errors="replace",
+                       env=dict(T.ENV, TERM="dumb"), timeout=T.TIMEOUT)
+    R.eq(p.returncode, 0, f"zsh completes {line!r}", p.stderr)
+    return re.findall(r"<m>([^<]*)</m>", p.stdout)
+
+
+@case
+def zsh_offers_verbs_options_and_functions():
+    if not shutil.which("zsh"):
+        R.check(False, "zsh (make deps installs it)")
+        return
+    got = zsh_complete("nanoprobe ")
+    R.check(set(VERBS + ["help", "version", "--help", "--version"]) <= set(got),
+            "every verb, help, version, --help, --version", got)
+    for verb in VERBS:
+        flags = help_flags(verb)
+        got = set(zsh_complete(f"nanoprobe {verb} -"))
+        R.eq(sorted(flags - got), [], f"zsh, {verb}: every option --help lists is offered")
+        R.eq(sorted(got - flags), [], f"zsh, {verb}: and no option --help does not list")
+    R.eq(sorted(zsh_complete("nanoprobe count --strategy ")), ["auto", "jump", "trap"],
+         "zsh: --strategy's values")
+    R.eq(sorted(zsh_complete(f"nanoprobe count {COUNTER}:gre")), ["greet", "greet_ptr"],
+         "zsh: PATH:PREFIX, the functions of PATH")
+    R.eq(sorted(zsh_complete(f"nanoprobe list {COUNTER} gre")), ["greet", "greet_ptr"],
+         "zsh: list FILE PREFIX, the file's functions")
 
 
 @case
