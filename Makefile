@@ -7,6 +7,13 @@ MESON    ?= meson
 DEB_PKGS := meson ninja-build gcc g++ pkg-config binutils python3 libbpf-dev \
             xz-utils libzydis-dev libelf-dev libdw-dev \
             coreutils grep gzip sqlite3
+# the command as a Unix citizen (issue 21): its man page is made with scdoc
+# and read with man; its tests validate -j against the JSON Schema and load
+# the completion scripts in bash and zsh
+DEB_PKGS += scdoc man-db groff-base python3-jsonschema bash-completion zsh
+# docs/cli.md's commands, which cli-docs runs, list libc's functions from its
+# separate debug file and count its local ifunc implementations (__strcmp_avx2)
+DEB_PKGS += libc6-dbg
 # nanoprobe run's differential suite runs bpftrace itself (tests/cli/test_scripts.py)
 DEB_PKGS += bpftrace
 # a busy server for -p sessions (tests/cli/test_busy_server.py)

@@ -118,7 +118,8 @@ static bool hello_valid(const struct np_msg_hello *h)
 	return h->type == NP_MSG_HELLO && h->magic == NP_PROTO_MAGIC &&
 	       h->version == NP_PROTO_VERSION && h->nprobes < NP_REC_PAD && h->nrings &&
 	       h->nrings <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (64u << 20) &&
-	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit;
+	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit &&
+	       (!h->hists || (h->hists == h->nprobes && !h->script_len));
 }
 
 static bool reads_memory(const struct np_msg_probe *m)
@@ -162,7 +163,8 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 
 static int shm_create(const struct np_msg_hello *h)
 {
-	uint64_t wide = np_ring_stride_extra(h->nprobes, h->ring_bytes, np_agent_script.ring_extra);
+	uint64_t extra = h->hists ? np_ring_hists_size(h->hists) : np_agent_script.ring_extra;
+	uint64_t wide = np_ring_stride_extra(h->nprobes, h->ring_bytes, extra);
 	if (wide > UINT32_MAX)
 		return -E2BIG;
 	uint32_t stride = (uint32_t)wide;
@@ -181,7 +183,10 @@ static int shm_create(const struct np_msg_hello *h)
 	struct np_shm_header *hdr = p;
 	*hdr = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
 				      .nprobes = h->nprobes, .nrings = h->nrings,
-				      .ring_bytes = h->ring_bytes, .ring_stride = stride};
+				      .ring_bytes = h->ring_bytes, .ring_stride = stride,
+				      .ring_extra = h->hists ? extra : 0};
+	/* where each ring's histograms are, for the hit path (0: none) */
+	np_agent.hist_off = h->hists ? np_ring_base_size(h->nprobes, h->ring_bytes) : 0;
 	np_agent_script_bind(hdr);
 	np_agent.shm_fd = fd;
 	np_agent.shm_size = size;

@@ -330,14 +330,17 @@ static unsigned hist_bucket(uint64_t v)
 	return v < 2 ? (unsigned)v : 64u - (unsigned)__builtin_clzll(v);
 }
 
+/* Into the probe's own histogram in the thread's ring. */
 static void on_latency_return(struct np_ctx *ctx, void *data)
 {
+	const struct aprobe *ap = data;
 	uint64_t *word = np_ctx_call_data(ctx);
+	uint64_t off = np_agent.hist_off;
 	struct np_ring *r = ring_self();
-	if (!word || !*word || !r)
+	if (!word || !*word || !r || !off)
 		return;
 	uint64_t d = now_ns() - *word;
-	struct np_hist *h = &r->hist;
+	struct np_hist *h = (struct np_hist *)((char *)r + off) + ap->m.id;
 	unsigned b = hist_bucket(np_agent.hist_unit > 1 ? d / np_agent.hist_unit : d);
 	count_hit(r, data);
 	h->bucket[b < NP_HIST_BUCKETS ? b : NP_HIST_BUCKETS - 1]++;

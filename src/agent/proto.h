@@ -99,6 +99,9 @@ struct np_msg_hello {
 	uint32_t ring_bytes; /* event bytes per ring, a power of two */
 	uint32_t hist_unit;  /* latency buckets count in this many ns */
 	uint32_t script_len; /* bytes of the program NP_MSG_SCRIPT brings, 0: none */
+	/* latency: 0, or nprobes histograms per ring, one per probe, in the
+	 * ring's extra area (np_ring_hists) */
+	uint32_t hists;
 };
 
 struct np_msg_probe {
@@ -167,8 +170,9 @@ struct np_shm_header {
 
 enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };
 
-/* Latency aggregate: count, sum, min and max in ns; the buckets in the
- * unit HELLO asked for, as bpftrace's hist(): [0], [1], [2,4), [4,8)... */
+/* Latency aggregate of one probe in one thread: count, sum, min and max
+ * in ns; the buckets in the unit HELLO asked for, as bpftrace's hist():
+ * [0], [1], [2,4), [4,8)... */
 struct np_hist {
 	uint64_t count, sum, min, max;
 	uint64_t bucket[NP_HIST_BUCKETS];
@@ -181,8 +185,9 @@ struct np_ring {
 	int32_t tid;
 	char comm[16];               /* the thread's name when it claimed */
 	uint64_t drops;              /* events lost to a full ring */
-	struct np_hist hist;
-	/* then: uint64_t counts[nprobes], then ring_bytes of events */
+	/* then: uint64_t counts[nprobes], then ring_bytes of events, then the
+	 * extra area: a script's thread area, or a latency session's
+	 * histograms */
 };
 
 /* An event. len covers header and arguments, a multiple of 8; a record with
@@ -271,5 +276,17 @@ static inline uint64_t np_ring_stride_extra(uint32_t nprobes, uint32_t ring_byte
 static inline unsigned char *np_ring_extra(struct np_ring *r, uint32_t nprobes, uint32_t ring_bytes)
 {
 	return (unsigned char *)r + np_ring_base_size(nprobes, ring_bytes);
+}
+
+/* A latency session's extra area: hists (HELLO) histograms, page-aligned. */
+static inline uint64_t np_ring_hists_size(uint32_t hists)
+{
+	return (hists * (uint64_t)sizeof(struct np_hist) + 4095) & ~4095ull;
+}
+
+static inline struct np_hist *np_ring_hists(struct np_ring *r, uint32_t nprobes,
+					    uint32_t ring_bytes)
+{
+	return (struct np_hist *)np_ring_extra(r, nprobes, ring_bytes);
 }
 #endif

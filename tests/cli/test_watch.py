@@ -94,16 +94,18 @@ def plain(*args):
 
 
 def json_output(text):
-    """(events, summary) of `watch -j`."""
+    """(events, summary) of `watch -j`: each access is {"type": "access",
+    "data": EVENT}, the summary {"type": "summary", ...}."""
     events, summary = [], None
     for line in text.splitlines():
         if not line.startswith("{"):
             continue
         obj = json.loads(line)
-        if "watches" in obj:
+        R.check(obj.get("type") in ("access", "summary"), "a JSON line's type", line)
+        if obj.get("type") == "summary":
             summary = obj
         else:
-            events.append(obj)
+            events.append(obj.get("data", {}))
     return events, summary
 
 

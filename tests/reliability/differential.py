@@ -292,10 +292,10 @@ def same_outcome(label, plain, p, program_err):
 
 
 def refusal_reasons(own):
-    """`nanoprobe: cannot place G:E[ at PATH+0xN]: WHY` -> {WHY: n}."""
+    """`nanoprobe VERB: cannot place G:E[ at PATH+0xN]: WHY` -> {WHY: n}."""
     reasons = {}
     for line in own:
-        if line.startswith("nanoprobe: cannot place "):
+        if re.match(r"nanoprobe( \w+)?: cannot place ", line):
             why = re.sub(r"0x[0-9a-f]+", "ADDR", line.split(": ", 2)[-1])
             why = why.rsplit("cannot probe ADDR: ", 1)[-1]
             reasons[why] = reasons.get(why, 0) + 1

@@ -126,8 +126,9 @@ static int kernel_probes(struct kcount *k, const char *prog, const struct probe_
 		char path[PATH_MAX], err[256];
 		struct np_symtab st;
 		uint64_t off;
-		if (np_resolve_path(pts[i].lib ? pts[i].lib : prog, 0, path, sizeof(path), err,
-				    sizeof(err)) || np_symtab_load(path, &st, err, sizeof(err)))
+		if (np_resolve_program(pts[i].lib ? pts[i].lib : prog, 0, path, sizeof(path), NULL,
+				       0, err, sizeof(err)) ||
+		    np_symtab_load(path, &st, err, sizeof(err)))
 			return snprintf(why, len, "%s", err), -ENOENT;
 		const struct np_sym *s = np_symtab_find(&st, pts[i].func);
 		int rc = s ? elf_vaddr_to_offset(path, s->addr, &off) : -ENOENT;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "chrome.h"
 
+#include "output.h"
 #include "quote.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +23,13 @@ struct chrome {
 
 struct chrome *chrome_open(const char *path)
 {
+	char name[4200];
 	struct chrome *c = calloc(1, sizeof(*c));
-	if (c && !(c->f = fopen(path, "w"))) {
+	snprintf(name, sizeof(name), "--export-trace %s", path);
+	if (c && !(c->f = output_open(path, name))) {
+		int err = errno;
 		free(c);
+		errno = err;
 		return NULL;
 	}
 	if (c)
@@ -87,6 +93,6 @@ void chrome_close(struct chrome *c, pid_t pid)
 		fputs("}}", c->f);
 	}
 	fputs("\n]}\n", c->f);
-	fclose(c->f);
+	output_close(c->f); /* an error is reported with the others (output.h) */
 	free(c);
 }

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,38 +70,38 @@ struct an_stats {
 	size_t nreasons, other_reasons;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nanoprobe analyze [--arch x86_64|arm64|riscv64] [-j] ELF...\n"
-		   "  For every function entry and instruction of each ELF file, the probe\n"
-		   "  strategy it would get and why, then a summary: sites with a free\n"
-		   "  register, trap-free sites and function entries.\n"
-		   "  --arch  the ISA the files must be (default: each file's own)\n"
-		   "  -j      one JSON object per line\n");
-}
+enum { OPT_ARCH = 256 };
 
+static const struct cli_opt analyze_own[] = {
+	{'j', "json", NULL, "one JSON object per line, each with a \"type\""},
+	{OPT_ARCH, "arch", "ARCH", "the ISA the files must be: x86_64, arm64 or riscv64"},
+	{0},
+};
+static const struct cli_opt *const analyze_opts[] = {analyze_own, NULL};
+
+/* 0 to run, else the exit status (1: out of memory, 2: usage error). */
 static int parse_args(int argc, char **argv, struct an_opts *o)
 {
+	struct option longs[8];
+	char shortopts[16];
+	int opt;
 	o->files = calloc((size_t)argc, sizeof(char *));
 	if (!o->files)
 		return 1;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+	cli_getopt_tables(analyze_opts, shortopts, sizeof(shortopts), longs, 8);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shortopts, longs, NULL)) != -1) {
+		if (opt == 'j')
 			o->json = true;
-		} else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
-			o->arch = argv[++i];
-		} else if (!strncmp(argv[i], "--arch=", 7)) {
-			o->arch = argv[i] + 7;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return -1;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "analyze: unknown option '%s'\n", argv[i]);
-			return 2;
-		} else {
-			o->files[o->nfiles++] = argv[i];
-		}
+		else if (opt == OPT_ARCH)
+			o->arch = optarg;
+		else
+			return cli_bad_option(opt, argv, analyze_opts);
 	}
+	while (optind < argc)
+		o->files[o->nfiles++] = argv[optind++];
+	if (!o->nfiles)
+		cli_error("which files? nanoprobe analyze [OPTIONS] ELF...");
 	return o->nfiles ? 0 : 2;
 }
 
@@ -569,12 +570,12 @@ static int analyze_file(const char *path, const struct an_opts *o)
 	int rc = 0;
 
 	if (np_symtab_load(path, &st, err, sizeof(err))) {
-		fprintf(stderr, "analyze: %s: %s\n", path, err);
+		cli_error("%s: %s", path, err);
 		return 1;
 	}
 	isa = isa_for(st.machine, o->arch, err, sizeof(err));
 	if (!isa || read_layout(st.path, &l) || !(stats = calloc(1, sizeof(*stats)))) {
-		fprintf(stderr, "analyze: %s: %s\n", path, isa ? "cannot read its segments" : err);
+		cli_error("%s: %s", path, isa ? "cannot read its segments" : err);
 		np_symtab_free(&st);
 		return 1;
 	}
@@ -602,13 +603,11 @@ int cmd_analyze(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o), status = 0;
 
 	if (rc) {
-		if (rc == 2)
-			usage(stderr);
 		free(o.files);
-		return rc < 0 ? 0 : rc;
+		return rc;
 	}
 	if (o.arch && strcmp(o.arch, "x86_64") && strcmp(o.arch, "arm64") && strcmp(o.arch, "riscv64")) {
-		fprintf(stderr, "analyze: --arch must be x86_64, arm64 or riscv64\n");
+		cli_error("--arch is x86_64, arm64 or riscv64, not '%s'", o.arch);
 		free(o.files);
 		return 2;
 	}
@@ -618,3 +617,12 @@ int cmd_analyze(int argc, char **argv)
 	free(o.files);
 	return status;
 }
+
+const struct cli_verb verb_analyze = {
+	"analyze", cmd_analyze, "analyze [OPTIONS] ELF...",
+	"the probe strategy of every site in ELF files, and a summary",
+	"For every function entry and instruction of each ELF file, of any ISA this build\n"
+	"has a layer for: the strategy, why it is not JUMP, the free registers; then the\n"
+	"share of sites with a free register, trap-free sites and function entries.\n",
+	analyze_opts,
+};

@@ -23,8 +23,6 @@
 
 const char *const bench_backend_names[BK_COUNT] = {"none", "kernel", "trap", "jump", "watch"};
 
-static bool json_first = true;
-
 bool bench_selected(const struct bench_opts *o, const char *bench)
 {
 	return !o->pattern || !fnmatch(o->pattern, bench, 0);
@@ -32,8 +30,7 @@ bool bench_selected(const struct bench_opts *o, const char *bench)
 
 static void emit_json_common(const struct bench_row *r)
 {
-	printf("%s\n{\"bench\":", json_first ? "" : ",");
-	json_first = false;
+	printf("{\"type\":\"bench\",\"bench\":");
 	quote_json(stdout, r->bench);
 	printf(",\"backend\":\"%s\",\"cpus\":%u", bench_backend_names[r->backend], r->cpus);
 	if (r->skipped[0]) {
@@ -48,7 +45,7 @@ static void emit_json(const struct bench_row *r)
 {
 	emit_json_common(r);
 	if (r->skipped[0]) {
-		printf("}");
+		printf("}\n");
 		return;
 	}
 	switch (r->kind) {
@@ -83,7 +80,7 @@ static void emit_json(const struct bench_row *r)
 			printf(",\"hits\":%llu", (unsigned long long)r->hits);
 		break;
 	}
-	printf("}");
+	printf("}\n");
 }
 
 static void emit_text(const struct bench_row *r)
@@ -160,20 +157,28 @@ static int parse_number(const char *opt, const char *arg, double lo, double hi, 
 	return 0;
 }
 
+enum { OPT_THREADS = 256, OPT_BACKEND };
+
+static const struct cli_opt bench_own[] = {
+	{'j', "json", NULL, "one JSON object per row and line, each with \"type\": \"bench\""},
+	{'d', "duration", "SECONDS", "measured time per trigger row (default 1)"},
+	{OPT_THREADS, "threads", "N", "only the trigger rows with N threads"},
+	{OPT_BACKEND, "backend", "LIST", "some of none,kernel,trap,jump,watch (default: all)"},
+	{0},
+};
+static const struct cli_opt *const bench_opts[] = {bench_own, NULL};
+
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-	enum { OPT_THREADS = 256, OPT_BACKEND };
-	static const struct option longs[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"duration", required_argument, NULL, 'd'},
-		{"threads", required_argument, NULL, OPT_THREADS},
-		{"backend", required_argument, NULL, OPT_BACKEND},
-		{0},
-	};
+	struct option longs[8];
+	char shortopts[16];
 	double v;
 	int opt;
+	cli_getopt_tables(bench_opts, shortopts, sizeof(shortopts), longs, 8);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "jd:", longs, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, shortopts, longs, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return cli_bad_option(opt, argv, bench_opts), -1;
 		if (opt == 'j')
 			o->json = true;
 		else if (opt == 'd' && !parse_number("-d", optarg, 0.01, 3600, &v))
@@ -198,8 +203,6 @@ int cmd_bench(int argc, char **argv)
 		o.backend[b] = true;
 	if (parse_args(argc, argv, &o))
 		return 2;
-	if (o.json)
-		printf("[");
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
@@ -207,7 +210,12 @@ int cmd_bench(int argc, char **argv)
 		o.self = self;
 	}
 	int rc = bench_hits(&o) | bench_attach(&o) | bench_programs(&o) | bench_watch(&o);
-	if (o.json)
-		printf("\n]\n");
 	return rc;
 }
+
+const struct cli_verb verb_bench = {
+	"bench", cmd_bench, "bench [OPTIONS] [PATTERN]",
+	"what a probe costs, against the kernel's uprobes",
+	"PATTERN: only the rows whose bench name matches this shell glob ('uprobe-*').\n",
+	bench_opts,
+};

@@ -4,24 +4,25 @@
  * one increment in the calling thread's own counter; nothing else crosses
  * from the program to us until the end (or each -i interval).
  *
- *   FUNC                                    COUNT
- *   free                                      120
- *   malloc                                    123
+ *   FUNC                                        COUNT
+ *   free                                          120
+ *   malloc                                        123
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "commands.h"
 #include "quote.h"
 #include "session.h"
+#include "stamp.h"
 
 struct count {
 	const struct probe_set *set;
 	uint64_t *last, *last_missed; /* totals at the previous interval */
 	FILE *out;
 	bool json, many_files;
+	unsigned top;
 };
 
 struct row {
@@ -69,38 +70,60 @@ static const char *label(const struct count *c, const struct rprobe *p, char *bu
 	return buf;
 }
 
-static void print_rows(const struct count *c, struct row *rows, size_t n, const char *stamp)
+static void print_json(const struct count *c, const struct row *rows, size_t n,
+		       const char *stamp)
 {
 	char buf[1024];
-	qsort(rows, n, sizeof(*rows), by_count);
-	if (c->json) {
-		fprintf(c->out, "{");
-		if (stamp)
-			fprintf(c->out, "\"time\":\"%s\",", stamp);
-		fprintf(c->out, "\"counts\":[");
-		for (size_t i = 0; i < n; i++) {
-			fprintf(c->out, "%s{\"func\":", i ? "," : "");
-			quote_json(c->out, func_name(rows[i].p));
-			fprintf(c->out, ",\"probe\":");
-			quote_json(c->out, probe_name(rows[i].p, buf, sizeof(buf)));
-			fprintf(c->out, ",\"path\":");
-			quote_json(c->out, rows[i].p->m.path);
-			/* placed: false for a probe refused or whose file never loaded,
-			 * whose count of 0 says nothing */
-			fprintf(c->out, ",\"addr\":\"0x%llx\",\"count\":%llu,\"missed\":%llu,"
-					"\"placed\":%s}",
-				(unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n,
-				(unsigned long long)rows[i].missed,
-				rows[i].p->state == 1 ? "true" : "false");
-		}
-		fprintf(c->out, "]}\n");
-		return;
+	fprintf(c->out, "{\"type\":\"counts\",");
+	if (stamp)
+		fprintf(c->out, "\"time\":\"%s\",", stamp);
+	fprintf(c->out, "\"counts\":[");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(c->out, "%s{\"func\":", i ? "," : "");
+		quote_json(c->out, func_name(rows[i].p));
+		fprintf(c->out, ",\"probe\":");
+		quote_json(c->out, probe_name(rows[i].p, buf, sizeof(buf)));
+		fprintf(c->out, ",\"path\":");
+		quote_json(c->out, rows[i].p->m.path);
+		/* placed: false for a probe refused or whose file never loaded,
+		 * whose count of 0 says nothing */
+		fprintf(c->out, ",\"addr\":\"0x%llx\",\"count\":%llu,\"missed\":%llu,"
+				"\"placed\":%s}",
+			(unsigned long long)rows[i].p->addr, (unsigned long long)rows[i].n,
+			(unsigned long long)rows[i].missed, rows[i].p->state == 1 ? "true" : "false");
 	}
-	fprintf(c->out, "%-36s %12s\n", "FUNC", "COUNT");
+	fprintf(c->out, "]}\n");
+}
+
+/* The name column as wide as its longest name: the counts stay in line. */
+static void print_text(const struct count *c, const struct row *rows, size_t n)
+{
+	char buf[1024];
+	int w = 36;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].n && (int)strlen(label(c, rows[i].p, buf, sizeof(buf))) > w)
+			w = (int)strlen(buf);
+	fprintf(c->out, "%-*s %12s\n", w, "FUNC", "COUNT");
 	for (size_t i = 0; i < n; i++)
 		if (rows[i].n)
-			fprintf(c->out, "%-36s %12llu\n", label(c, rows[i].p, buf, sizeof(buf)),
-			       (unsigned long long)rows[i].n);
+			fprintf(c->out, "%-*s %12llu\n", w, label(c, rows[i].p, buf, sizeof(buf)),
+				(unsigned long long)rows[i].n);
+}
+
+static void print_rows(const struct count *c, struct row *rows, size_t n, const char *stamp)
+{
+	qsort(rows, n, sizeof(*rows), by_count);
+	size_t shown = n;
+	if (c->top) { /* -n: the busiest, still in the same order */
+		size_t busy = 0;
+		for (size_t i = 0; i < n; i++)
+			busy += rows[i].n != 0 || c->json;
+		shown = busy < c->top ? busy : c->top;
+	}
+	if (c->json)
+		print_json(c, rows + n - shown, shown, stamp);
+	else
+		print_text(c, rows + n - shown, shown);
 }
 
 /* Counts since the last print (all of them the first time). */
@@ -125,9 +148,8 @@ static void print_counts(struct count *c, const struct totals *t, const char *st
 static void on_interval(const struct totals *t, void *cookie)
 {
 	struct count *c = cookie;
-	time_t now = time(NULL);
-	char stamp[16];
-	strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&now));
+	char stamp[32];
+	stamp_now(stamp, sizeof(stamp));
 	if (!c->json)
 		fprintf(c->out, "\n[%s]\n", stamp);
 	print_counts(c, t, stamp);
@@ -141,19 +163,13 @@ static bool several_files(const struct probe_set *set)
 	return false;
 }
 
-static int count_option(int opt, const char *arg, struct session_opts *o, void *cookie)
-{
-	if (opt != 'i')
-		return -1;
-	return session_parse_seconds("count", "-i", arg, &o->interval);
-}
-
 static int count_prepare(struct session_opts *o, struct probe_set *set, void *cookie)
 {
 	struct count *c = cookie;
 	c->set = set;
 	c->json = o->json;
 	c->out = o->out;
+	c->top = o->top;
 	c->many_files = several_files(set);
 	c->last = calloc(set->n ? set->n : 1, sizeof(uint64_t));
 	c->last_missed = calloc(set->n ? set->n : 1, sizeof(uint64_t));
@@ -174,13 +190,29 @@ static void count_cleanup(void *cookie)
 	free(((struct count *)cookie)->last_missed);
 }
 
+static const struct cli_opt count_own[] = {
+	{'i', "interval", "SECONDS", "print (and restart) the counts every SECONDS"},
+	{'n', "top", "N", "only the N busiest probes"},
+	{0},
+};
+static const struct cli_opt *const count_opts[] = {session_opts_common, session_opts_strategy,
+						   count_own, NULL};
+
 int cmd_count(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "count", .action = NP_ACT_COUNT, .banner = true, .short_opts = "i:",
-		.option = count_option, .prepare = count_prepare, .on_interval = on_interval,
+		.name = "count", .action = NP_ACT_COUNT, .banner = true, .opts = count_opts,
+		.prepare = count_prepare, .on_interval = on_interval,
 		.results = count_results, .cleanup = count_cleanup,
 	};
 	struct count c = {0};
 	return session_verb_main(&verb, &c, argc, argv);
 }
+
+const struct cli_verb verb_count = {
+	"count", cmd_count, "count [OPTIONS] SPEC... {-p PID | -- CMD [ARGS...]}",
+	"calls per probe, as bcc's funccount",
+	"SPEC: [PATH:]SYMBOL-OR-GLOB, e.g. 'price_*' or 'c:mem*' (any probe spec works:\n"
+	"      see nanoprobe trace --help)\n",
+	count_opts,
+};

@@ -12,12 +12,14 @@
  * tell, that a trampoline would be within a jump's reach.
  */
 #include "cmd_list.h"
+#include "cli.h"
 #include "quote.h"
 #include "symtab.h"
 
 #include "core/plan.h"
 
 #include <elf.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,42 +27,47 @@
 #include <string.h>
 
 struct list_opts {
-	bool json;
+	bool json, names;
 	const char *path, *func;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nanoprobe list [-j] PATH [FUNC]\n"
-		   "  List the functions of PATH (a file, a program in $PATH, or a library\n"
-		   "  such as 'c' or 'libm.so.6'). FUNC, a name or a glob, lists the\n"
-		   "  functions it matches; when it matches one, that function's\n"
-		   "  instructions, each with the strategy a probe there would get.\n"
-		   "  -j  one JSON object per line\n");
-}
+enum { OPT_NAMES = 256 };
 
-/* 0 to run, else the exit status (2: usage error, 0: help shown). */
+static const struct cli_opt list_own[] = {
+	{'j', "json", NULL, "one JSON object per line, each with a \"type\""},
+	{OPT_NAMES, "names", NULL, "the names of the functions only, one per line"},
+	{0},
+};
+static const struct cli_opt *const list_opts[] = {list_own, NULL};
+
+/* 0 to run, else the exit status (2: usage error). */
 static int parse_args(int argc, char **argv, struct list_opts *o)
 {
-	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+	struct option longs[8];
+	char shortopts[16];
+	int opt;
+	cli_getopt_tables(list_opts, shortopts, sizeof(shortopts), longs, 8);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shortopts, longs, NULL)) != -1) {
+		if (opt == 'j')
 			o->json = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return -1;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "list: unknown option '%s'\n", argv[i]);
-			return 2;
-		} else if (npos++ == 0) {
-			o->path = argv[i];
-		} else if (npos == 2) {
-			o->func = argv[i];
-		} else {
-			return 2;
-		}
+		else if (opt == OPT_NAMES)
+			o->names = true;
+		else
+			return cli_bad_option(opt, argv, list_opts);
 	}
-	return o->path ? 0 : 2;
+	if (optind >= argc) {
+		cli_error("which file? nanoprobe list [OPTIONS] PATH [FUNC]");
+		return 2;
+	}
+	o->path = argv[optind++];
+	o->func = optind < argc ? argv[optind++] : NULL;
+	if (optind < argc) {
+		cli_error("unexpected argument '%s': nanoprobe list [OPTIONS] PATH [FUNC]",
+			  argv[optind]);
+		return 2;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -72,13 +79,23 @@ static const char *shown(const struct np_sym *s)
 	return s->demangled ? s->demangled : s->name;
 }
 
+/* --names: what a completion offers (a C++ name also without its
+ * parameters, as specs take it). */
+static void print_names(const struct np_sym *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		printf("%s\n", v[i]->name);
+		if (v[i]->short_name && strcmp(v[i]->short_name, v[i]->name))
+			printf("%s\n", v[i]->short_name);
+	}
+}
+
 static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 {
-	int w = 4;
+	int w = 4; /* the longest name's width: SOURCE stays in line */
 	for (size_t i = 0; i < n && !json; i++)
 		if ((int)strlen(shown(v[i])) > w)
 			w = (int)strlen(shown(v[i]));
-	w = w > 48 ? 48 : w; /* a long C++ name must not push every row */
 	if (!json)
 		printf("%-16s  %8s  %-*s  %s\n", "ADDRESS", "SIZE", w, "NAME", "SOURCE");
 	for (size_t i = 0; i < n; i++) {
@@ -89,7 +106,7 @@ static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 			       shown(s), src);
 			continue;
 		}
-		printf("{\"name\":");
+		printf("{\"type\":\"function\",\"name\":");
 		quote_json(stdout, s->name);
 		if (s->demangled) {
 			printf(",\"demangled\":");
@@ -100,16 +117,19 @@ static void print_functions(const struct np_sym *const *v, size_t n, bool json)
 	}
 }
 
-static int list_all(const struct np_symtab *st, bool json)
+static int list_all(const struct np_symtab *st, const struct list_opts *o)
 {
 	const struct np_sym **v = malloc((st->n ? st->n : 1) * sizeof(*v));
 	if (!v) {
-		fprintf(stderr, "list: out of memory\n");
+		cli_error("out of memory");
 		return 1;
 	}
 	for (size_t i = 0; i < st->n; i++)
 		v[i] = &st->syms[i];
-	print_functions(v, st->n, json);
+	if (o->names)
+		print_names(v, st->n);
+	else
+		print_functions(v, st->n, o->json);
 	free(v);
 	return 0;
 }
@@ -170,13 +190,11 @@ static int open_view(const struct np_symtab *st, const struct np_sym *s, struct 
 			snprintf(m, sizeof(m), "%s", machine_name((unsigned)st->machine));
 		else
 			snprintf(m, sizeof(m), "ELF machine %d", st->machine);
-		fprintf(stderr, "list: %s is %s; this build decodes %s only\n", st->path, m,
-			np_host_isa->name);
+		cli_error("%s is %s; this build decodes %s only", st->path, m, np_host_isa->name);
 		return 1;
 	}
 	if (s->size == 0) {
-		fprintf(stderr, "list: %s: size unknown, its instructions cannot be listed\n",
-			s->name);
+		cli_error("%s: size unknown, its instructions cannot be listed", s->name);
 		return 1;
 	}
 	/* as analyze: a symbol's entry is reached by calls, a .cold part's is not */
@@ -185,8 +203,8 @@ static int open_view(const struct np_symtab *st, const struct np_sym *s, struct 
 	struct np_mem mem = {file_read, NULL, (void *)st};
 	int err = np_fn_view_from_file(v, &fb, &mem);
 	if (err)
-		fprintf(stderr, "list: %s: cannot read its bytes from %s: %s\n", s->name, st->path,
-			strerror(-err));
+		cli_error("%s: cannot read its bytes from %s: %s", s->name, st->path,
+			  strerror(-err));
 	return err ? 1 : 0;
 }
 
@@ -209,7 +227,8 @@ static void print_row(const struct fn_view *v, const struct row *r, const struct
 		       w->text, r->text, why[0] ? 7 : 0, strategy, why[0] ? "  " : "", why);
 		return;
 	}
-	printf("{\"addr\":\"0x%" PRIx64 "\",\"bytes\":\"%s\",\"insn\":", r->pc, bytes);
+	printf("{\"type\":\"instruction\",\"addr\":\"0x%" PRIx64 "\",\"bytes\":\"%s\",\"insn\":",
+	       r->pc, bytes);
 	quote_json(stdout, r->text);
 	printf(",\"strategy\":\"%s\",\"reason\":", !ok ? "refused" : np_strategy_name(chosen));
 	if (why[0])
@@ -259,22 +278,24 @@ static bool is_glob(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
-static int list_matching(const struct np_symtab *st, const char *func, bool json)
+static int list_matching(const struct np_symtab *st, const char *func,
+			 const struct list_opts *o)
 {
 	const struct np_sym **m;
 	size_t n = np_symtab_match(st, func, &m);
 	int ret = 0;
-	if (n == 1) {
-		ret = list_instructions(st, m[0], json);
+	if (n && o->names) {
+		print_names(m, n);
+	} else if (n == 1) {
+		ret = list_instructions(st, m[0], o->json);
 	} else if (n > 1) {
-		print_functions(m, n, json);
+		print_functions(m, n, o->json);
 	} else {
 		char hint[512] = "";
 		if (!is_glob(func))
 			np_symtab_suggest(st, func, hint, sizeof(hint));
-		fprintf(stderr, "list: no function %s '%s' in %s%s%s\n",
-			is_glob(func) ? "matches" : "named", func, st->path, hint[0] ? "; " : "",
-			hint);
+		cli_error("no function %s '%s' in %s%s%s", is_glob(func) ? "matches" : "named", func,
+			  st->path, hint[0] ? "; " : "", hint);
 		ret = 1;
 	}
 	free(m);
@@ -285,19 +306,28 @@ int cmd_list(int argc, char **argv)
 {
 	struct list_opts o = {0};
 	int ret = parse_args(argc, argv, &o);
-	if (ret) {
-		if (ret == 2)
-			usage(stderr);
-		return ret < 0 ? 0 : ret;
-	}
-	char path[PATH_MAX], err[512];
+	if (ret)
+		return ret;
+	char path[PATH_MAX], err[512], note[1024];
 	struct np_symtab st;
-	if (np_resolve_path(o.path, 0, path, sizeof(path), err, sizeof(err)) ||
+	if (np_resolve_program(o.path, 0, path, sizeof(path), note, sizeof(note), err,
+			       sizeof(err)) ||
 	    np_symtab_load(path, &st, err, sizeof(err))) {
-		fprintf(stderr, "list: %s\n", err);
+		cli_error("%s", err);
 		return 1;
 	}
-	ret = o.func ? list_matching(&st, o.func, o.json) : list_all(&st, o.json);
+	if (note[0])
+		cli_error("%s", note);
+	ret = o.func ? list_matching(&st, o.func, &o) : list_all(&st, &o);
 	np_symtab_free(&st);
 	return ret;
 }
+
+const struct cli_verb verb_list = {
+	"list", cmd_list, "list [OPTIONS] PATH [FUNC]",
+	"a binary's functions, or one's instructions and the probe each gets",
+	"PATH: a file, a program in $PATH, or a library such as c or libm.so.6.\n"
+	"FUNC: a name or a glob: the functions it matches; when it matches one, that\n"
+	"      function's instructions, each with the strategy a probe there would get.\n",
+	list_opts,
+};

@@ -6,7 +6,7 @@
  *          demo-4242    [001]  1234.567890: probe_demo:parse: (0x401136) len=12
  *          demo-4242    [001]  1234.567912: probe_demo:parse__return: (0x4011a0 <- 0x401136) arg1=0x0
  */
-#include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +77,7 @@ static void print_text(FILE *f, const struct event *ev, const char *comm)
 static void print_json(FILE *f, const struct event *ev, const char *comm)
 {
 	const struct rprobe *p = ev->probe;
-	fputs("{\"task\":", f);
+	fputs("{\"type\":\"event\",\"task\":", f);
 	quote_json(f, comm);
 	fprintf(f, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"ts\":%llu.%06llu,\"group\":",
 		(int)session_pid(), ev->tid, ev->cpu, (unsigned long long)(ev->ts / 1000000000u),
@@ -124,7 +124,7 @@ static int trace_prepare(struct session_opts *o, struct probe_set *set, void *co
 	t->json = o->json;
 	t->out = o->out;
 	if (t->export_path && !(t->chrome = chrome_open(t->export_path))) {
-		perror(t->export_path);
+		cli_error("--export-trace %s: %s", t->export_path, strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -137,15 +137,32 @@ static void trace_cleanup(void *cookie)
 		chrome_close(t->chrome, session_pid());
 }
 
+static const struct cli_opt trace_own[] = {
+	{OPT_EXPORT, "export-trace", "FILE.json", "also a Chrome trace-event file (Perfetto)"},
+	{0},
+};
+static const struct cli_opt *const trace_opts[] = {session_opts_common, session_opts_strategy,
+						   trace_own, NULL};
+
 int cmd_trace(int argc, char **argv)
 {
-	static const struct option longs[] = {{"export-trace", required_argument, NULL, OPT_EXPORT},
-					       {0}};
 	static const struct verb verb = {
-		.name = "trace", .action = NP_ACT_EVENT, .long_opts = longs,
+		.name = "trace", .action = NP_ACT_EVENT, .opts = trace_opts,
 		.option = trace_option, .prepare = trace_prepare, .on_event = on_event,
 		.cleanup = trace_cleanup,
 	};
 	struct trace t = {0};
 	return session_verb_main(&verb, &t, argc, argv);
 }
+
+const struct cli_verb verb_trace = {
+	"trace", cmd_trace, "trace [OPTIONS] SPEC... {-p PID | -- CMD [ARGS...]}",
+	"every hit, as the kernel prints uprobe events (-j: a JSON line each)",
+	"SPEC:     [p|r][:[GRP/]EVENT] [PATH:]SYMBOL[+OFFS][%return] [FETCHARG...]\n"
+	"          [p|r][:[GRP/]EVENT] [PATH:]0xOFFSET [FETCHARG...]\n"
+	"FETCHARG: [NAME=]FETCH[:TYPE]; FETCH: %REG $argN $retval $stack $stackN @ADDR\n"
+	"          @SYMBOL[+|-OFFS] @+FILEOFFSET +|-OFFS(FETCH); TYPE: u8..u64 s8..s64\n"
+	"          x8..x64 (the default: x64) string\n"
+	"PATH:     a file, a program in $PATH, or a library: c, libc, libc.so.6, m...\n",
+	trace_opts,
+};

@@ -21,6 +21,7 @@
 #include "inject.h"
 #include "quote.h"
 #include "session.h"
+#include "stamp.h"
 #include "symbolize.h"
 #include "watch_spec.h"
 
@@ -31,6 +32,7 @@ struct writer {
 	uint64_t pc;
 	bool exact;
 	uint64_t count;
+	uint64_t shown;  /* count at the previous -i report */
 	int tids[MAX_TIDS], ntids;
 	unsigned more_tids;
 	char sym[320];
@@ -40,6 +42,8 @@ struct watch_cmd {
 	const struct probe_set *set;
 	FILE *out;
 	bool json;
+	unsigned top;            /* -n: writers per watch */
+	uint64_t *last_hits;     /* -i: each watch's hits at the previous report */
 	pid_t pid;
 	char main_path[NP_PATH_MAX];
 	struct symbolizer *names;
@@ -139,10 +143,12 @@ static void print_text(FILE *f, const struct event *ev, const char *comm, const 
 	fputc('\n', f);
 }
 
+/* {"type":"access","data":{...}}: the object -j printed before every line
+ * had a "type" (its own "type" is the watch's: w, rw, x) */
 static void print_json(FILE *f, const struct event *ev, const char *comm, const struct writer *w)
 {
 	const struct rprobe *p = ev->probe;
-	fputs("{\"task\":", f);
+	fputs("{\"type\":\"access\",\"data\":{\"task\":", f);
 	quote_json(f, comm);
 	fprintf(f, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"ts\":%llu.%06llu,\"group\":\"watch\","
 		   "\"event\":", (int)session_pid(), ev->tid, ev->cpu,
@@ -159,7 +165,7 @@ static void print_json(FILE *f, const struct event *ev, const char *comm, const 
 		fprintf(f, ",\"old\":%llu,\"new\":%llu,\"changed\":%s",
 			(unsigned long long)ev->arg[0].num, (unsigned long long)ev->arg[1].num,
 			ev->flags & NP_WATCH_HIT_CHANGED ? "true" : "false");
-	fputs("}\n", f);
+	fputs("}}\n", f);
 }
 
 static void on_event(const struct event *ev, void *cookie)
@@ -179,28 +185,61 @@ static void on_event(const struct event *ev, void *cookie)
 
 /* --- the summary ------------------------------------------------------------------- */
 
+/* What a report shows of writer w: its accesses since the last report. */
+static uint64_t fresh(const struct writer *w)
+{
+	return w->count - w->shown;
+}
+
 static int by_watch_then_count(const void *a, const void *b)
 {
 	const struct writer *x = a, *y = b;
 	if (x->probe != y->probe)
 		return x->probe < y->probe ? -1 : 1;
-	return (x->count < y->count) - (x->count > y->count);
+	return (fresh(x) < fresh(y)) - (fresh(x) > fresh(y));
 }
 
-static void summary_text(const struct watch_cmd *c, const struct totals *t)
+/* Whether writer i is among the -n busiest of its watch (sorted). */
+static bool in_top(const struct watch_cmd *c, size_t i)
+{
+	unsigned rank = 0;
+	if (!c->top)
+		return true;
+	for (size_t k = 0; k < i; k++)
+		rank += c->w[k].probe == c->w[i].probe && fresh(&c->w[k]);
+	return rank < c->top;
+}
+
+static void by_text(const struct writer *w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", w->exact ? "" : "after ", w->sym);
+}
+
+/* The columns as wide as their longest entry, so that they stay in line. */
+static void summary_text(const struct watch_cmd *c, const uint64_t *hits)
 {
 	FILE *f = c->out;
-	fprintf(f, "\n%-24s %10s  %-40s %s\n", "WATCH", "COUNT", "BY", "THREADS");
+	char by[400];
+	int ww = 24, wb = 40;
+	for (size_t p = 0; p < c->set->n; p++)
+		if ((int)strlen(c->set->p[p].event) > ww)
+			ww = (int)strlen(c->set->p[p].event);
+	for (size_t i = 0; i < c->n; i++) {
+		by_text(&c->w[i], by, sizeof(by));
+		wb = (int)strlen(by) > wb ? (int)strlen(by) : wb;
+	}
+	fprintf(f, "\n%-*s %10s  %-*s %s\n", ww, "WATCH", "COUNT", wb, "BY", "THREADS");
 	for (size_t p = 0; p < c->set->n; p++) {
 		const struct rprobe *r = &c->set->p[p];
 		bool any = false;
 		for (size_t i = 0; i < c->n; i++) {
 			const struct writer *w = &c->w[i];
-			if (w->probe != p)
+			if (w->probe != p || !fresh(w) || !in_top(c, i))
 				continue;
 			any = true;
-			fprintf(f, "%-24s %10llu  %s%-*s ", r->event, (unsigned long long)w->count,
-				w->exact ? "" : "after ", w->exact ? 40 : 34, w->sym);
+			by_text(w, by, sizeof(by));
+			fprintf(f, "%-*s %10llu  %-*s ", ww, r->event, (unsigned long long)fresh(w),
+				wb, by);
 			for (int k = 0; k < w->ntids; k++)
 				fprintf(f, "%s%d", k ? " " : "", w->tids[k]);
 			if (w->more_tids)
@@ -208,15 +247,20 @@ static void summary_text(const struct watch_cmd *c, const struct totals *t)
 			fputc('\n', f);
 		}
 		if (!any)
-			fprintf(f, "%-24s %10llu  %s\n", r->event, (unsigned long long)t->counts[p],
+			fprintf(f, "%-*s %10llu  %s\n", ww, r->event, (unsigned long long)hits[p],
 				r->state == 1 ? "-" : "(not placed)");
 	}
 }
 
-static void summary_json(const struct watch_cmd *c, const struct totals *t)
+static void summary_json(const struct watch_cmd *c, const uint64_t *hits, const uint64_t *missed,
+			 const char *stamp)
 {
 	FILE *f = c->out;
-	fputs("{\"watches\":[", f);
+	bool first = true;
+	fputs("{\"type\":\"summary\",", f);
+	if (stamp)
+		fprintf(f, "\"time\":\"%s\",", stamp);
+	fputs("\"watches\":[", f);
 	for (size_t p = 0; p < c->set->n; p++) {
 		const struct rprobe *r = &c->set->p[p];
 		fputs(p ? ",{\"watch\":" : "{\"watch\":", f);
@@ -224,18 +268,21 @@ static void summary_json(const struct watch_cmd *c, const struct totals *t)
 		fprintf(f, ",\"addr\":\"0x%llx\",\"len\":%u,\"type\":\"%s\",\"placed\":%s,"
 			   "\"hits\":%llu,\"missed\":%llu}", (unsigned long long)r->addr,
 			r->m.watch_len, watch_type_name(r->m.watch_type),
-			r->state == 1 ? "true" : "false", (unsigned long long)t->counts[p],
-			(unsigned long long)(t->missed_by_probe ? t->missed_by_probe[p] : 0));
+			r->state == 1 ? "true" : "false", (unsigned long long)hits[p],
+			(unsigned long long)(missed ? missed[p] : 0));
 	}
 	fputs("],\"writers\":[", f);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct writer *w = &c->w[i];
-		fputs(i ? ",{\"watch\":" : "{\"watch\":", f);
+		if (!fresh(w) || !in_top(c, i))
+			continue;
+		fputs(first ? "{\"watch\":" : ",{\"watch\":", f);
+		first = false;
 		quote_json(f, c->set->p[w->probe].event);
 		fprintf(f, ",\"pc\":\"0x%llx\",\"exact\":%s,\"sym\":", (unsigned long long)w->pc,
 			w->exact ? "true" : "false");
 		quote_json(f, w->sym);
-		fprintf(f, ",\"count\":%llu,\"tids\":[", (unsigned long long)w->count);
+		fprintf(f, ",\"count\":%llu,\"tids\":[", (unsigned long long)fresh(w));
 		for (int k = 0; k < w->ntids; k++)
 			fprintf(f, "%s%d", k ? "," : "", w->tids[k]);
 		fprintf(f, "],\"more_tids\":%u}", w->more_tids);
@@ -243,15 +290,44 @@ static void summary_json(const struct watch_cmd *c, const struct totals *t)
 	fputs("]}\n", f);
 }
 
-static void results(const struct session_opts *o, const struct totals *t, void *cookie)
+/* A summary: of the whole session, or (-i) of the interval since the last. */
+static void summary(struct watch_cmd *c, const struct totals *t, const char *stamp)
 {
-	struct watch_cmd *c = cookie;
+	uint64_t *hits = calloc(c->set->n + 1, sizeof(*hits));
+	if (!hits)
+		return;
+	for (size_t p = 0; p < c->set->n; p++) {
+		hits[p] = t->counts[p] - (c->last_hits ? c->last_hits[p] : 0);
+		if (c->last_hits)
+			c->last_hits[p] = t->counts[p];
+	}
 	qsort(c->w, c->n, sizeof(*c->w), by_watch_then_count);
 	c->last = c->n;
+	if (stamp && !c->json)
+		fprintf(c->out, "\n[%s]", stamp);
 	if (c->json)
-		summary_json(c, t);
+		summary_json(c, hits, c->last_hits ? NULL : t->missed_by_probe, stamp);
 	else
-		summary_text(c, t);
+		summary_text(c, hits);
+	for (size_t i = 0; i < c->n; i++)
+		c->w[i].shown = c->w[i].count;
+	free(hits);
+	fflush(c->out);
+}
+
+static void on_interval(const struct totals *t, void *cookie)
+{
+	char stamp[32];
+	stamp_now(stamp, sizeof(stamp));
+	summary(cookie, t, stamp);
+}
+
+static void results(const struct session_opts *o, const struct totals *t, void *cookie)
+{
+	if (o->interval > 0)
+		on_interval(t, cookie); /* the last interval, up to the end */
+	else
+		summary(cookie, t, NULL);
 }
 
 /* --- the verb ------------------------------------------------------------------------ */
@@ -262,7 +338,10 @@ static int prepare(struct session_opts *o, struct probe_set *set, void *cookie)
 	c->set = set;
 	c->out = o->out;
 	c->json = o->json;
+	c->top = o->top;
 	c->pid = o->pid;
+	if (o->interval > 0 && !(c->last_hits = calloc(set->n + 1, sizeof(uint64_t))))
+		return 1;
 	if (!o->json) {
 		fprintf(stderr, "Watching");
 		for (size_t i = 0; i < set->n; i++)
@@ -303,16 +382,31 @@ static void cleanup(void *cookie)
 	struct watch_cmd *c = cookie;
 	symbolizer_free(c->names);
 	free(c->w);
+	free(c->last_hits);
 }
+
+static const struct cli_opt watch_own[] = {
+	{'i', "interval", "SECONDS", "print the summary of each interval of SECONDS"},
+	{'n', "top", "N", "in a summary, only the N busiest writers of each watch"},
+	{0},
+};
+static const struct cli_opt *const watch_opts[] = {session_opts_common, watch_own, NULL};
 
 int cmd_watch(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "watch", .action = NP_ACT_WATCH, .add_specs = add_specs,
-		.prepare = prepare, .on_event = on_event_named, .results = results,
-		.on_ready = on_ready,
-		.cleanup = cleanup,
+		.name = "watch", .action = NP_ACT_WATCH, .opts = watch_opts, .add_specs = add_specs,
+		.prepare = prepare, .on_event = on_event_named, .on_interval = on_interval,
+		.results = results, .on_ready = on_ready, .cleanup = cleanup,
 	};
 	struct watch_cmd c = {0};
 	return session_verb_main(&verb, &c, argc, argv);
 }
+
+const struct cli_verb verb_watch = {
+	"watch", cmd_watch, "watch [OPTIONS] SPEC... {-p PID | -- CMD [ARGS...]}",
+	"every access to a variable (hardware watchpoints): who, where, values",
+	"SPEC: [PATH:]SYMBOL[+OFFS][:LEN][:w|rw|x]   a variable (a function, for x)\n"
+	"      0xADDR[:LEN][:w|rw|x]                 an address in the process\n",
+	watch_opts,
+};

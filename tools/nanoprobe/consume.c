@@ -38,11 +38,14 @@ int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
 	c->nprobes = h->nprobes;
 	c->nrings = h->nrings;
 	c->ring_bytes = h->ring_bytes;
-	uint64_t extra = h->script_len ? session_script_ring_extra : 0;
+	uint64_t extra = h->script_len ? session_script_ring_extra
+			 : h->hists    ? np_ring_hists_size(h->hists)
+				       : 0;
 	c->stride = (uint32_t)np_ring_stride_extra(h->nprobes, h->ring_bytes, extra);
 	c->size = np_shm_size(c->nprobes, c->nrings, c->stride) +
 		  (h->script_len ? session_script_bytes : 0);
 	c->set = set;
+	c->hists = h->hists;
 	c->pid = pid;
 	c->totals = t;
 	if (fstat(fd, &st) || (size_t)st.st_size < c->size)
@@ -253,7 +256,9 @@ static void ring_add(const struct consumer *c, struct np_ring *r, struct totals 
 	const uint64_t *counts = np_ring_counts(r);
 	for (uint32_t i = 0; i < c->nprobes; i++)
 		t->counts[i] += counts[i];
-	hist_add(&t->hist, &r->hist);
+	const struct np_hist *h = c->hists ? np_ring_hists(r, c->nprobes, c->ring_bytes) : NULL;
+	for (uint32_t i = 0; h && t->hists && i < c->hists && i < c->set->n; i++)
+		hist_add(&t->hists[i], &h[i]);
 	t->drops += r->drops;
 }
 
@@ -261,11 +266,14 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 {
 	const struct totals *f = c->totals;
 	memcpy(now->counts, f->counts, c->nprobes * sizeof(uint64_t));
-	now->hist = f->hist;
+	if (now->hists && f->hists)
+		memcpy(now->hists, f->hists, c->set->n * sizeof(struct np_hist));
 	now->drops = f->drops;
 	now->corrupt = f->corrupt;
+	/* a free ring holds nothing: reap_ring folded it and zeroed it */
 	for (uint32_t i = 0; c->shm && i < c->nrings; i++)
-		ring_add(c, ring_at(c, i), now);
+		if (__atomic_load_n(&ring_at(c, i)->state, __ATOMIC_ACQUIRE) != NP_RING_FREE)
+			ring_add(c, ring_at(c, i), now);
 	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
 	now->missed = f->missed;
 	for (int r = 0; r < NP_SHM_MISS_REASONS; r++)
@@ -285,7 +293,9 @@ static void reap_ring(struct consumer *c, struct np_ring *r, uint32_t i)
 		c->ops->on_reap(i, c->ops->cookie); /* it wipes the script's area */
 	ring_add(c, r, c->totals);
 	memset(np_ring_counts(r), 0, c->nprobes * sizeof(uint64_t));
-	memset(&r->hist, 0, sizeof(r->hist));
+	if (c->hists)
+		memset(np_ring_hists(r, c->nprobes, c->ring_bytes), 0,
+		       c->hists * sizeof(struct np_hist));
 	r->drops = 0;
 	r->head = r->tail = 0;
 	r->tid = 0;

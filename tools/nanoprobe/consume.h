@@ -14,6 +14,7 @@ struct consumer {
 	struct totals *totals; /* folded in from rings of threads that ended */
 	const struct session_ops *ops; /* on_reap, if any */
 	uint64_t ring_extra, script_bytes; /* a script's areas (proto.h) */
+	uint32_t hists; /* latency: histograms per ring (HELLO), 0: none */
 };
 
 /* A script's areas in every session's memory (proto.h): each ring's thread

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/proto.h"
+#include "cli.h"
 #include "inject.h"
 #include "masks.h"
 
@@ -163,10 +164,17 @@ static int preload_env(const char *agent, const char *sock)
 	return setenv(NP_AGENT_ENV_SOCK, target, 1);
 }
 
-/* The child reports a failed exec through a close-on-exec pipe. */
-static void exec_child(char **cmd, const char *agent, const char *sock, int report)
+/* The child reports a failed exec through a close-on-exec pipe. It gets
+ * SIGPIPE as nanoprobe got it: the session ignores it, and an ignored
+ * signal would stay ignored across exec (a program whose pipe closes
+ * would no longer die of it). */
+static void exec_child(char **cmd, const char *agent, const char *sock, bool stdout_to_stderr,
+		       int report)
 {
+	cli_restore_sigpipe();
 	int err = preload_env(agent, sock) ? errno : 0;
+	if (!err && stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		err = errno;
 	if (!err) {
 		execvp(cmd[0], cmd);
 		err = errno;
@@ -176,7 +184,8 @@ static void exec_child(char **cmd, const char *agent, const char *sock, int repo
 	_exit(127);
 }
 
-int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen)
+int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, pid_t *pid, char *err,
+		   size_t errlen)
 {
 	char agent[PATH_MAX];
 	int pipefd[2], rc = launch_agent_path(agent, sizeof(agent), err, errlen);
@@ -186,7 +195,7 @@ int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t e
 		return -errno;
 	child = fork();
 	if (child == 0)
-		exec_child(cmd, agent, sock, pipefd[1]);
+		exec_child(cmd, agent, sock, stdout_to_stderr, pipefd[1]);
 	close(pipefd[1]);
 	int child_err = 0;
 	ssize_t n = child > 0 ? read(pipefd[0], &child_err, sizeof(child_err)) : -1;

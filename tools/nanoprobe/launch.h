@@ -15,8 +15,10 @@ int launch_agent_path(char *out, size_t len, char *err, size_t errlen);
 bool launch_agent_foreign(const char *agent);
 /* A program LD_PRELOAD cannot reach: no PT_INTERP. */
 bool launch_is_static(const char *path);
-/* fork + exec cmd with the agent preloaded and told `sock`. */
-int launch_command(char **cmd, const char *sock, pid_t *pid, char *err, size_t errlen);
+/* fork + exec cmd with the agent preloaded and told `sock`; with
+ * stdout_to_stderr, the program's stdout is our stderr. */
+int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, pid_t *pid, char *err,
+		   size_t errlen);
 /* Inject the agent into pid, told `sock`. */
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
 /* Its agent connected (its guard on the mask calls is in place): the

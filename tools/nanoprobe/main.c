@@ -1,86 +1,115 @@
 /* SPDX-License-Identifier: MIT */
-/* nanoprobe: a table of verbs, as bpftool is. */
+/* nanoprobe: a table of verbs, as bpftool is. Each verb describes itself
+ * (cli.h): its synopsis, its summary and its options, from which its
+ * --help and its parser are made. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "output.h"
+#include "suggest.h"
 
-struct verb {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *usage;
-};
-
-static const struct verb verbs[] = {
-	{"trace", cmd_trace,
-	 "trace [-p PID] [-j] [-o FILE] [-d SECONDS] [--export-trace FILE.json] SPEC... "
-	 "[-- CMD ARGS...]\n"
-	 "      print every hit, as the kernel prints uprobe events\n"
-	 "      SPEC: [p|r][:[GRP/]EVENT] PATH:SYMBOL[+OFFS][%return] | PATH:0xOFFSET [NAME=]FETCHARG[:TYPE]..."},
-	{"count", cmd_count,
-	 "count [-p PID] [-i SECONDS] [-d SECONDS] [-j] PATTERN... [-- CMD ARGS...]\n"
-	 "      calls per function (PATTERN: [PATH:]GLOB, e.g. 'c:mem*')"},
-	{"latency", cmd_latency,
-	 "latency [-p PID] [-u|-m] [-d SECONDS] [-j] FUNC [-- CMD ARGS...]\n"
-	 "      entry-to-return time per call, as a power-of-two histogram"},
-	{"run", cmd_run,
-	 "run [-p PID] [-c CMD] [-f text|json] [-o FILE] [-d SECONDS] [--map-keys N] "
-	 "{-e 'PROGRAM' | FILE} [-- CMD ARGS...]\n"
-	 "      run a bpftrace program (uprobe, uretprobe, BEGIN, END, interval; see docs/scripts.md)"},
-	{"watch", cmd_watch,
-	 "watch [-p PID] [-j] [-o FILE] [-d SECONDS] SPEC... [-- CMD ARGS...]\n"
-	 "      every access to a variable (hardware watchpoints): who, where, old and new value\n"
-	 "      SPEC: [PATH:]SYMBOL[+OFFS][:LEN][:w|rw|x] | 0xADDR[:LEN][:w|rw|x]"},
-	{"list", cmd_list,
-	 "list [-j] PATH [FUNC]\n"
-	 "      the functions of a binary; with FUNC, each instruction and the probe it would get"},
-	{"analyze", cmd_analyze,
-	 "analyze [--arch x86_64|arm64|riscv64] [-j] ELF...\n"
-	 "      every function entry and instruction: the probe strategy it would get, and a summary"},
+static const struct cli_verb *const verbs[] = {
+	&verb_trace, &verb_count, &verb_latency, &verb_run, &verb_watch, &verb_list, &verb_analyze,
 #ifdef NP_HAVE_BENCH /* x86-64 only so far (tools/nanoprobe/meson.build) */
-	{"bench", cmd_bench,
-	 "bench [-j] [-d SECONDS] [--threads N] [--backend none,kernel,trap,jump,watch] [PATTERN]\n"
-	 "      per-hit cost against the kernel's uprobes, attach cost, real programs, watchpoints"},
+	&verb_bench,
 #endif
 };
 #define NVERBS (sizeof(verbs) / sizeof(*verbs))
 
 static int usage(FILE *f, int status)
 {
-	fprintf(f, "usage: nanoprobe VERB [OPTIONS]\n\n");
+	fprintf(f, "usage: nanoprobe VERB [OPTIONS] ...\n\n"
+		   "Probes in Linux user-space programs, at the cost of a jump.\n\nverbs:\n");
 	for (size_t i = 0; i < NVERBS; i++)
-		fprintf(f, "  nanoprobe %s\n\n", verbs[i].usage);
-	fprintf(f, "common options: -p PID (attach to a running process), -- CMD ARGS (start one),\n"
-		   "  -d SECONDS, -j/--json, --strategy auto|jump|trap, --buffer-kb N (per thread)\n"
-		   "see docs/cli.md\n");
+		fprintf(f, "  %-9s %s\n", verbs[i]->name, verbs[i]->summary);
+	fprintf(f, "  %-9s %s\n  %-9s %s\n\n", "help", "this help; 'help VERB': a verb's, as VERB --help",
+		"version", "the version of nanoprobe (also --version)");
+	fprintf(f, "A session verb (trace, count, latency, watch, run) starts a program with\n"
+		   "-- CMD ARGS..., or attaches to a running one with -p PID.\n"
+		   "'nanoprobe VERB --help' lists a verb's options; see nanoprobe(1) (man nanoprobe).\n");
 	return status;
 }
 
-static bool wants_help(int argc, char **argv)
+static const struct cli_verb *find_verb(const char *name)
 {
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return true;
-	return false;
+	for (size_t i = 0; i < NVERBS; i++)
+		if (!strcmp(name, verbs[i]->name))
+			return verbs[i];
+	return NULL;
+}
+
+static int unknown_verb(const char *word)
+{
+	struct suggest s;
+	char hint[256], all[256] = "";
+	suggest_init(&s, word);
+	for (size_t i = 0, n = 0; i < NVERBS; i++) {
+		suggest_consider(&s, verbs[i]->name);
+		n += (size_t)snprintf(all + n, sizeof(all) - n, "%s%s", i ? ", " : "",
+				      verbs[i]->name);
+	}
+	suggest_format(&s, "", hint, sizeof(hint));
+	if (word[0] == '-')
+		cli_error("'%s' is not a verb: the verb comes first, nanoprobe VERB [OPTIONS] (%s)",
+			  word, all);
+	else
+		cli_error("unknown verb '%s'%s%s (%s)", word, hint[0] ? "; " : "", hint, all);
+	return 2;
+}
+
+/* -h, --help or --version among the verb's own words: not as the value of
+ * an option (-o --help writes to a file so named), nor after --. */
+static const char *std_option(const struct cli_verb *v, int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") ||
+		    !strcmp(argv[i], "--version"))
+			return argv[i];
+		if (cli_takes_value(v->opts, argv[i]))
+			i++;
+	}
+	return NULL;
+}
+
+static int run_verb(const struct cli_verb *v, int argc, char **argv)
+{
+	const char *std = std_option(v, argc, argv);
+	cli_verb = v->name;
+	if (std && !strcmp(std, "--version"))
+		return printf("%s\n", cli_version()), 0;
+	if (std) {
+		cli_help(stdout, v);
+		return 0;
+	}
+	return v->run(argc, argv);
 }
 
 int main(int argc, char **argv)
 {
+	const struct cli_verb *v;
+	int rc;
+	cli_init();
 	if (argc < 2)
 		return usage(stderr, 2);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
-		return usage(stdout, 0);
-	for (size_t i = 0; i < NVERBS; i++) {
-		if (strcmp(argv[1], verbs[i].name))
-			continue;
-		if (wants_help(argc - 1, argv + 1)) {
-			printf("usage: nanoprobe %s\n", verbs[i].usage);
-			return 0;
-		}
-		return verbs[i].run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		rc = printf("%s\n", cli_version()) < 0;
+	} else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+		   !strcmp(argv[1], "help")) {
+		if (argc > 2 && !(v = find_verb(argv[2])))
+			return unknown_verb(argv[2]);
+		if (argc > 2)
+			cli_verb = v->name, cli_help(stdout, v);
+		else
+			usage(stdout, 0);
+		rc = 0;
+	} else if ((v = find_verb(argv[1]))) {
+		rc = run_verb(v, argc - 1, argv + 1);
+	} else {
+		return unknown_verb(argv[1]);
 	}
-	fprintf(stderr, "nanoprobe: unknown verb '%s' (trace, count, latency, run, watch, list, analyze, bench)\n",
-		argv[1]);
-	return 2;
+	/* what the verb printf()ed: a full disk must not pass for success */
+	output_check_stdout();
+	return output_exit() ? 1 : rc;
 }

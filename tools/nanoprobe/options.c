@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "inject.h"
+#include "output.h"
 #include "launch.h"
 #include "session.h"
 #include "symtab.h"
@@ -32,7 +34,10 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 		out[n] = 0;
 		return 0;
 	}
-	int rc = np_resolve_path(o->cmd[0], 0, out, len, err, errlen);
+	char note[1024];
+	int rc = np_resolve_program(o->cmd[0], 0, out, len, note, sizeof(note), err, errlen);
+	if (!rc && note[0])
+		cli_error("%s", note);
 	/* with an agent for another ISA, CMD is the emulator (qemu-user,
 	 * often static): the guest's loader does the preloading */
 	char agent[PATH_MAX], ignored[256];
@@ -49,6 +54,20 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 /* --- the command line ------------------------------------------------------ */
 
 enum { OPT_STRATEGY = 1000, OPT_BUFFER };
+
+const struct cli_opt session_opts_common[] = {
+	{'p', "pid", "PID", "attach to the running process PID (one process)"},
+	{'d', "duration", "SECONDS", "stop after SECONDS (fractions allowed)"},
+	{'j', "json", NULL, "JSON lines, each an object with a \"type\""},
+	{'o', "output", "FILE", "the results to FILE, not stdout"},
+	{OPT_BUFFER, "buffer-kb", "N", "event ring per thread in KiB: 4..65536, a power of 2"},
+	{0},
+};
+
+const struct cli_opt session_opts_strategy[] = {
+	{OPT_STRATEGY, "strategy", "S", "place every probe by S: auto, jump or trap"},
+	{0},
+};
 
 /* The longest -d or -i: a year, far beyond any session, and far within
  * what the loops' millisecond clocks hold (a uint64_t overflows at 1.8e16 s). */
@@ -71,20 +90,60 @@ int session_parse_seconds(const char *verb, const char *opt, const char *arg, do
 	return 0;
 }
 
+/* -p PID, repeated or as a list (-p 1,2): one process for now. The
+ * session speaks to one agent; several processes need as many sessions,
+ * side by side (process trees, issue 20). */
+int session_parse_pids(const char *arg, struct session_opts *o)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int rc = copy ? 0 : -1;
+	for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w && !rc;
+	     w = strtok_r(NULL, ",", &save)) {
+		char *end;
+		errno = 0;
+		long v = strtol(w, &end, 10);
+		if (errno || *end || v <= 0 || v > INT32_MAX) {
+			cli_error("-p wants a process id, not '%s'", w);
+			rc = -1;
+		} else if (o->pid && o->pid != (pid_t)v) {
+			cli_error("-p %d and %ld: one process per session; tracing several at "
+				  "once is not supported yet (run one nanoprobe for each)",
+				  (int)o->pid, v);
+			rc = -1;
+		} else {
+			o->pid = (pid_t)v;
+		}
+	}
+	if (!rc && !o->pid) {
+		cli_error("-p wants a process id, not '%s'", arg);
+		rc = -1;
+	}
+	free(copy);
+	return rc;
+}
+
+static int parse_count(const char *opt, const char *arg, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > 1000000) {
+		cli_error("%s wants a number in 1..1000000, not '%s'", opt, arg);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int parse_common(int opt, const char *arg, struct session_opts *o)
 {
 	char *end;
 	long v;
 	switch (opt) {
-	case 'p':
-		v = strtol(arg, &end, 10);
-		if (*end || v <= 0 || v > INT32_MAX) {
-			fprintf(stderr, "nanoprobe %s: -p wants a process id, not '%s'\n", o->verb, arg);
-			return -1;
-		}
-		o->pid = (pid_t)v;
-		return 0;
+	case 'p': return session_parse_pids(arg, o);
 	case 'd': return session_parse_seconds(o->verb, "-d", arg, &o->duration);
+	case 'i': return session_parse_seconds(o->verb, "-i", arg, &o->interval);
+	case 'n': return parse_count("-n", arg, &o->top);
 	case 'j': o->json = true; return 0;
 	case 'o': o->out_path = arg; return 0;
 	case OPT_STRATEGY:
@@ -121,46 +180,23 @@ static int split_command(int argc, char **argv, struct session_opts *o)
 	return argc;
 }
 
-static size_t count_options(const struct option *l)
-{
-	size_t n = 0;
-	while (l && l[n].name)
-		n++;
-	return n;
-}
-
-int session_parse_opts(int argc, char **argv, struct session_opts *o, const char *extra_short,
-		       const struct option *extra_long,
+int session_parse_opts(int argc, char **argv, struct session_opts *o,
+		       const struct cli_opt *const *opts,
 		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie)
 {
-	static const struct option common[] = {
-		{"pid", required_argument, NULL, 'p'},
-		{"duration", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"output", required_argument, NULL, 'o'},
-		{"strategy", required_argument, NULL, OPT_STRATEGY},
-		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
-	};
-	enum { NCOMMON = sizeof(common) / sizeof(*common), MAX_EXTRA = 8 };
-	struct option all[NCOMMON + MAX_EXTRA + 1] = {{0}};
-	size_t ne = count_options(extra_long);
+	struct option longs[32];
 	char shortopts[64];
-	memcpy(all, common, sizeof(common));
-	for (size_t i = 0; i < ne && i < MAX_EXTRA; i++)
-		all[NCOMMON + i] = extra_long[i];
-	/* options may follow the specs (not what follows --) */
-	snprintf(shortopts, sizeof(shortopts), ":p:d:jo:%s", extra_short ? extra_short : "");
 	int end = split_command(argc, argv, o), opt;
 	if (end < 0)
 		return -1;
+	if (cli_getopt_tables(opts, shortopts, sizeof(shortopts), longs, 32))
+		return cli_error("internal: too many options"), -1;
 	o->argend = end;
 	optind = 1;
-	while ((opt = getopt_long(end, argv, shortopts, all, NULL)) != -1) {
-		if (opt == '?' || opt == ':') {
-			fprintf(stderr, "nanoprobe %s: %s option '%s'\n", o->verb,
-				opt == '?' ? "unknown" : "missing value for", argv[optind - 1]);
-			return -1;
-		}
+	/* options may follow the specs (not what follows --) */
+	while ((opt = getopt_long(end, argv, shortopts, longs, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return cli_bad_option(opt, argv, opts), -1;
 		int rc = parse_common(opt, optarg, o);
 		if (rc > 0)
 			rc = extra ? extra(opt, optarg, cookie) : -1;
@@ -238,7 +274,7 @@ static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
 		return rc;
 	if (v->results)
 		v->results(o, &t, cookie);
-	fflush(o->out);
+	output_flush();
 	session_report(o, set, &t);
 	totals_free(&t);
 	return 0;
@@ -248,10 +284,12 @@ static int verb_run(const struct verb *v, void *cookie, struct session_opts *o,
  * nothing; close-on-exec, so the program does not inherit it. */
 static int open_output(struct session_opts *o)
 {
-	o->out = o->out_path ? fopen(o->out_path, "we") : stdout;
+	char name[NP_PATH_MAX + 8];
+	snprintf(name, sizeof(name), o->out_path ? "-o %s" : "stdout", o->out_path);
+	o->out = output_open(o->out_path, name);
 	if (o->out)
 		return 0;
-	fprintf(stderr, "nanoprobe %s: -o %s: %s\n", o->verb, o->out_path, strerror(errno));
+	cli_error("%s: %s", name, strerror(errno));
 	return 1;
 }
 
@@ -261,8 +299,7 @@ int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 	struct verb_call call = {v, &o, cookie};
 	struct probe_set set = {0};
 	struct spec *specs = NULL;
-	int first = session_parse_opts(argc, argv, &o, v->short_opts, v->long_opts, verb_option,
-				       &call);
+	int first = session_parse_opts(argc, argv, &o, v->opts, verb_option, &call);
 	int rc = first < 0	 ? 2
 		 : v->add_specs ? v->add_specs(&o, argv, first, &set, cookie)
 				: session_add_specs(&o, argv, first, v->action, &set, &specs);
@@ -276,16 +313,17 @@ int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 		rc = verb_run(v, cookie, &o, &set);
 	if (v->cleanup)
 		v->cleanup(cookie);
-	if (o.out && o.out != stdout && fclose(o.out)) {
-		fprintf(stderr, "nanoprobe %s: %s: %s\n", v->name, o.out_path, strerror(errno));
-		rc = rc ? rc : 1;
-	}
-	fflush(stdout);
+	if (o.out)
+		output_close(o.out); /* an error is reported below */
 	/* as time, strace and perf stat do: a clean session exits with the
 	 * status of the program it started */
 	int status = first >= 0 ? session_finish(&o) : 0;
 	if (!rc)
 		rc = status;
+	/* results that could not be written: nanoprobe failed, whatever the
+	 * program's status (a broken pipe may end nanoprobe here) */
+	if (output_exit())
+		rc = 1;
 	probe_set_free(&set);
 	free(specs);
 	return rc;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "symtab.h"
 
 /* Symbol tables stay loaded, at stable addresses, for the command's life. */
@@ -69,6 +70,19 @@ struct rprobe *resolve_add_probe(struct probe_set *set)
 	return r;
 }
 
+/* [A-Za-z_][A-Za-z0-9_]*, as perf probe makes a name of a file or a
+ * function: every other byte becomes '_', and a leading digit gets one. */
+static void one_word(char *s, size_t size)
+{
+	for (char *c = s; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			*c = '_';
+	if (isdigit((unsigned char)s[0]) && strlen(s) + 1 < size) {
+		memmove(s + 1, s, strlen(s) + 1);
+		s[0] = '_';
+	}
+}
+
 /* perf probe's names: group probe_<file>, event <func>[_<off>][__return]. */
 /* fn: the function's name for events, "" if there is none. */
 static void name_probe(struct rprobe *r, const struct spec *s, const char *path, const char *fn)
@@ -90,10 +104,10 @@ static void name_probe(struct rprobe *r, const struct spec *s, const char *path,
 			 (unsigned long long)(r->m.vaddr - r->m.func_vaddr));
 	else
 		snprintf(r->event, sizeof(r->event), "%s%s", fn, s->is_return ? "__return" : "");
-	/* an event name is one word: Shop::price becomes Shop__price */
-	for (char *c = r->event; *c; c++)
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			*c = '_';
+	/* names are words, as the kernel's: Shop::price becomes Shop__price,
+	 * the file my-app gives the group probe_my_app */
+	one_word(r->event, sizeof(r->event));
+	one_word(r->group, sizeof(r->group));
 }
 
 static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_symtab *st,
@@ -245,38 +259,72 @@ static int resolve_offset(struct probe_set *set, const struct spec *s,
 	return fill_probe(set, s, st, file, fn, vaddr, action, err, errlen);
 }
 
-/* A library that does not define a function may still be where the user
- * met it: glibc 2.34 moved libpthread's and libdl's functions into libc and
- * left stubs. As the dynamic linker would, look in what the library needs. */
-static int from_needed(const char *lib, const struct spec *s, pid_t pid, char *path,
-		       size_t len)
+/* Does library `name` (as DT_NEEDED names it) define a function matching
+ * glob? Its path in path when it does. */
+static bool provides(const char *name, const char *needer, const char *glob, pid_t pid,
+		     char *path, size_t len)
 {
-	char needed[16][64], err[256];
-	int n = np_symtab_needed(lib, needed, 16);
+	const struct np_symtab *st;
+	char err[256];
+	return np_resolve_library(name, needer, pid, path, len, err, sizeof(err)) == 0 &&
+	       resolve_table(path, &st, err, sizeof(err)) == 0 && defines(st, glob);
+}
+
+/* A function a file does not define may still be where the user met it: a
+ * program's import (sqlite3_step in /usr/bin/sqlite3 is libsqlite3's), or
+ * a stub library's (glibc 2.34 moved libpthread's and libdl's functions
+ * into libc). As the dynamic linker would, look in the libraries the file
+ * needs, then in theirs. */
+static int from_needed(const char *file, const struct spec *s, pid_t pid, char *path,
+		       size_t len, char name[64])
+{
+	char needed[16][64], deeper[16][64], dep[NP_PATH_MAX];
+	int n = np_symtab_needed(file, needed, 16);
+	for (int i = 0; i < n; i++)
+		if (provides(needed[i], file, s->symbol, pid, path, len))
+			return snprintf(name, 64, "%.63s", needed[i]), 0;
 	for (int i = 0; i < n; i++) {
-		const struct np_symtab *st;
-		if (np_resolve_path(needed[i], pid, path, len, err, sizeof(err)) == 0 &&
-		    resolve_table(path, &st, err, sizeof(err)) == 0 && defines(st, s->symbol))
-			return 0;
+		char err[256];
+		if (np_resolve_library(needed[i], file, pid, dep, sizeof(dep), err, sizeof(err)))
+			continue;
+		int m = np_symtab_needed(dep, deeper, 16);
+		for (int j = 0; j < m; j++)
+			if (provides(deeper[j], dep, s->symbol, pid, path, len))
+				return snprintf(name, 64, "%.63s", deeper[j]), 0;
 	}
 	return -ENOENT;
+}
+
+/* The file a spec names: the traced program, or a file, a program (a
+ * script followed to the ELF file it runs) or a library. */
+static int spec_file(const struct spec *s, pid_t pid, const char *main_path, char *path,
+		     size_t len, char *err, size_t errlen)
+{
+	static char noted[NP_PATH_MAX];
+	char note[1024];
+	const char *main_base = strrchr(main_path, '/');
+	main_base = main_base ? main_base + 1 : main_path;
+	/* the program itself may be named by its file name: 'app:fn' -- ./app */
+	if (!s->path[0] || !strcmp(s->path, main_base))
+		return snprintf(path, len, "%s", main_path) >= (int)len ? -ENAMETOOLONG : 0;
+	/* a library: the one the program loads, maybe its own (DT_RUNPATH) */
+	if (np_is_lib_name(s->path))
+		return np_resolve_library(s->path, main_path, pid, path, len, err, errlen);
+	int rc = np_resolve_program(s->path, pid, path, len, note, sizeof(note), err, errlen);
+	if (!rc && note[0] && strcmp(noted, s->path)) { /* once per name */
+		snprintf(noted, sizeof(noted), "%s", s->path);
+		cli_error("%s", note);
+	}
+	return rc;
 }
 
 int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const char *main_path,
 		 unsigned action, char *err, size_t errlen)
 {
-	char path[NP_PATH_MAX];
-	const struct np_symtab *st;
-	struct stat file;
-	int rc;
-	const char *main_base = strrchr(main_path, '/');
-	main_base = main_base ? main_base + 1 : main_path;
-	/* the program itself may be named by its file name: 'app:fn' -- ./app */
-	if (s->path[0] && strcmp(s->path, main_base))
-		rc = np_resolve_path(s->path, pid, path, sizeof(path), err, errlen);
-	else
-		rc = snprintf(path, sizeof(path), "%s", main_path) >= (int)sizeof(path) ? -ENAMETOOLONG
-											 : 0;
+	char path[NP_PATH_MAX], dep[NP_PATH_MAX];
+	const struct np_symtab *st, *dep_st;
+	struct stat file, dep_file;
+	int rc = spec_file(s, pid, main_path, path, sizeof(path), err, errlen);
 	if (rc)
 		return rc;
 	if (stat(path, &file)) {
@@ -285,16 +333,30 @@ int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const c
 	}
 	if ((rc = resolve_table(path, &st, err, errlen)))
 		return rc;
-	char dep[NP_PATH_MAX];
-	struct stat dep_file;
-	const struct np_symtab *dep_st;
-	if (s->symbol[0] && st->dyn && strcmp(path, main_path) && !defines(st, s->symbol) &&
-	    from_needed(path, s, pid, dep, sizeof(dep)) == 0 && stat(dep, &dep_file) == 0 &&
-	    resolve_table(dep, &dep_st, err, errlen) == 0)
-		return resolve_symbols(set, s, dep_st, &dep_file, action, err, errlen);
-	if (s->symbol[0])
+	if (!s->symbol[0])
+		return resolve_offset(set, s, st, &file, action, err, errlen);
+	if (defines(st, s->symbol))
 		return resolve_symbols(set, s, st, &file, action, err, errlen);
-	return resolve_offset(set, s, st, &file, action, err, errlen);
+	bool imported = np_symtab_imports(path, s->symbol);
+	char lib[64];
+	bool elsewhere = from_needed(path, s, pid, dep, sizeof(dep), lib) == 0 &&
+			 stat(dep, &dep_file) == 0 && resolve_table(dep, &dep_st, err, errlen) == 0;
+	if (elsewhere && (imported || (st->dyn && strcmp(path, main_path)))) {
+		if (imported)
+			cli_error("'%s' is imported by %s: probed in %s, which defines it (every "
+				  "caller's calls)", s->symbol, path, dep);
+		return resolve_symbols(set, s, dep_st, &dep_file, action, err, errlen);
+	}
+	rc = resolve_symbols(set, s, st, &file, action, err, errlen);
+	if (rc != -ENOENT)
+		return rc;
+	if (elsewhere) /* the program does not call it, a library it needs has it */
+		snprintf(err, errlen, "unknown symbol '%s' in %s; %s, a library it needs, defines "
+				      "it: %s:%s", s->symbol, path, lib, lib, s->symbol);
+	else if (imported)
+		snprintf(err, errlen, "'%s' is imported by %s from a library it needs, which was "
+				      "not found: name the library, LIB:%s", s->symbol, path, s->symbol);
+	return rc;
 }
 
 void probe_set_free(struct probe_set *set)

@@ -26,6 +26,7 @@
 #include <nanoprobe/nanoprobe.h>
 #include "inject.h"
 #include "launch.h"
+#include "output.h"
 
 #define CONNECT_TIMEOUT_MS 15000
 #define READY_TIMEOUT_MS 60000
@@ -203,10 +204,10 @@ static void note_attached(struct control *c, const struct np_msg_attached *m)
 	r->state = m->err ? -1 : 1;
 	snprintf(r->why, sizeof(r->why), "%.*s", (int)sizeof(m->why) - 1, m->why);
 	if (m->err && !r->m.path[0]) /* a watch of an address, not of a module's symbol */
-		fprintf(stderr, "nanoprobe: cannot place %s:%s: %s\n", r->group, r->event, r->why);
+		cli_error("cannot place %s:%s: %s", r->group, r->event, r->why);
 	else if (m->err)
-		fprintf(stderr, "nanoprobe: cannot place %s:%s at %s+0x%llx: %s\n", r->group,
-			r->event, r->m.path, (unsigned long long)r->m.vaddr, r->why);
+		cli_error("cannot place %s:%s at %s+0x%llx: %s", r->group, r->event, r->m.path,
+			  (unsigned long long)r->m.vaddr, r->why);
 }
 
 static int take_fd(struct msghdr *msg)
@@ -312,8 +313,11 @@ static size_t placed(const struct probe_set *set)
 static int start_target(const struct session_opts *o, const char *sock, char *err,
 			size_t errlen)
 {
+	/* -j on stdout: the program's own stdout goes to our stderr, so that
+	 * ours holds JSON lines only */
 	if (o->cmd)
-		return launch_command(o->cmd, sock, &target_pid, err, errlen);
+		return launch_command(o->cmd, sock, o->json && !o->out_path, &target_pid, err,
+				      errlen);
 	target_pid = o->pid;
 	return launch_inject(o->pid, sock, err, errlen);
 }
@@ -364,7 +368,9 @@ static bool run_loop(const struct session_opts *o, struct control *c, struct con
 	while (!c->closed && !c->detached) {
 		uint64_t t = now_ms();
 		bool expired = o->duration > 0 && t - start >= (uint64_t)(o->duration * 1000);
-		if ((stop_requested || expired) && !detach_sent) {
+		/* results that cannot be written end the session as Ctrl-C would */
+		bool unwritable = output_error() != 0;
+		if ((stop_requested || expired || unwritable) && !detach_sent) {
 			send_simple(c->fd, NP_MSG_DETACH);
 			detach_sent = t;
 		}
@@ -373,6 +379,7 @@ static bool run_loop(const struct session_opts *o, struct control *c, struct con
 		wait_control(c, POLL_MS);
 		bool reap = t - last_reap >= REAP_EVERY_MS;
 		consumer_drain(cons, ops, reap);
+		output_flush(); /* what this drain printed, in whole lines */
 		last_reap = reap ? t : last_reap;
 		if (o->interval > 0 && t - last_tick >= (uint64_t)(o->interval * 1000)) {
 			interval_tick(cons, ops, scratch);
@@ -380,22 +387,48 @@ static bool run_loop(const struct session_opts *o, struct control *c, struct con
 		}
 	}
 	consumer_drain(cons, ops, false);
+	output_flush();
 	return detach_sent != 0;
 }
 
-static int totals_init(struct totals *t, size_t n)
+/* A latency session keeps a histogram per probe (proto.h, np_ring_hists). */
+static bool wants_hists(const struct probe_set *set)
 {
+	for (size_t i = 0; i < set->n; i++)
+		if (set->p[i].m.action == NP_ACT_LATENCY)
+			return true;
+	return false;
+}
+
+static int totals_init(struct totals *t, const struct probe_set *set)
+{
+	size_t n = set->n;
 	memset(t, 0, sizeof(*t));
 	t->counts = calloc(n ? n : 1, sizeof(uint64_t));
 	t->missed_by_probe = calloc(n ? n : 1, sizeof(uint64_t));
-	return t->counts && t->missed_by_probe ? 0 : -ENOMEM;
+	if (wants_hists(set))
+		t->hists = calloc(n ? n : 1, sizeof(struct np_hist));
+	return t->counts && t->missed_by_probe && (t->hists || !wants_hists(set)) ? 0 : -ENOMEM;
 }
 
 void totals_free(struct totals *t)
 {
 	free(t->counts);
 	free(t->missed_by_probe);
+	free(t->hists);
 	t->counts = t->missed_by_probe = NULL;
+	t->hists = NULL;
+}
+
+/* Rings for a latency session: a histogram per probe in each makes them
+ * large; at most about 1 GiB of them (the memory is touched only by the
+ * threads that hit), and never fewer than 64. */
+static unsigned latency_rings(const struct probe_set *set, unsigned ring_kb, unsigned want)
+{
+	uint64_t stride = np_ring_stride_extra((uint32_t)set->n, ring_kb * 1024u,
+					       np_ring_hists_size((uint32_t)set->n));
+	uint64_t fit = (1ull << 30) / stride;
+	return fit >= want ? want : fit > 64 ? (unsigned)fit : 64;
 }
 
 static int fail(const struct session_opts *o, const char *msg)
@@ -412,7 +445,7 @@ static int run_attached(const struct session_opts *o, struct control *c,
 {
 	struct consumer cons;
 	struct totals scratch;
-	if (totals_init(&scratch, c->set->n))
+	if (totals_init(&scratch, c->set))
 		return fail(o, "out of memory");
 	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, t);
 	cons.ops = ops;
@@ -441,10 +474,13 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 	bool events = ops->on_event != NULL || ops->on_record != NULL;
 	unsigned ring_kb = o->ring_kb ? o->ring_kb : events ? 256 : 4;
 	unsigned nrings = o->nrings ? o->nrings : events ? RINGS_EVENTS : RINGS_COUNTING;
+	bool hists = wants_hists(set);
+	if (hists)
+		nrings = latency_rings(set, ring_kb, nrings);
 	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
 				 (uint32_t)set->n, nrings,
 				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1,
-				 o->script ? o->script->size : 0};
+				 o->script ? o->script->size : 0, hists ? (uint32_t)set->n : 0};
 	session_script = o->script;
 	if (o->script) {
 		session_script_ring_extra = (o->script->thread_bytes + 4095) & ~4095ull;
@@ -483,7 +519,7 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 		const struct session_ops *ops, struct totals *t)
 {
 	char name[64], err[512];
-	if (totals_init(t, set->n)) {
+	if (totals_init(t, set)) {
 		totals_free(t);
 		return fail(o, "out of memory");
 	}
@@ -599,6 +635,9 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 			(unsigned long long)t->corrupt);
 	for (size_t i = 0; i < set->n; i++)
 		if (set->p[i].state == 0)
-			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: %s was not loaded\n",
+			/* the file may well have run, in a process the session did
+			 * not trace: a child of the program (child.sh) */
+			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: the traced process "
+					"never loaded %s (processes it starts are not traced)\n",
 				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cli.h"
 #include "resolve.h"
 
 struct np_vm_prog;
@@ -21,7 +22,8 @@ struct session_opts {
 	pid_t pid;           /* -p */
 	char **cmd;          /* after -- */
 	double duration;     /* -d, 0: until the end */
-	double interval;     /* -i (count), 0: none */
+	double interval;     /* -i, 0: none */
+	unsigned top;        /* -n: the N first rows, 0: all */
 	bool json;           /* -j */
 	unsigned strategy;   /* --strategy: enum np_strategy */
 	unsigned ring_kb;    /* --buffer-kb: events per thread */
@@ -53,7 +55,7 @@ struct event {
 
 struct totals {
 	uint64_t *counts;   /* per probe */
-	struct np_hist hist;
+	struct np_hist *hists; /* latency: per probe, else NULL */
 	uint64_t drops;     /* events lost to full rings */
 	uint64_t no_ring;   /* hits of threads that found no ring */
 	uint64_t corrupt;   /* records the command refused to read */
@@ -79,13 +81,24 @@ struct session_ops {
 /* End the session as -d would (the program's exit() in a script). */
 void session_request_stop(void);
 
+/* The options of session verbs (options.c): -p, -d, -j, -o, --buffer-kb;
+ * --strategy. Every list ends with {0}. The common handling also covers
+ * -i SECONDS and -n N, which the verbs that take them list themselves. */
+extern const struct cli_opt session_opts_common[], session_opts_strategy[];
+
 /* Parse the options every session verb takes. Returns the index of the
- * first spec (they end at o->argend), or -1 after printing a usage error. `extra` handles verb-specific options (getopt letters in
- * extra_short and long options with val >= 256); NULL if none. */
-struct option;
-int session_parse_opts(int argc, char **argv, struct session_opts *o, const char *extra_short,
-		       const struct option *extra_long,
+ * first spec (they end at o->argend), or -1 after printing a usage error.
+ * `opts` is the verb's option lists, NULL-terminated; `extra` handles what
+ * the common handling does not (NULL: nothing else). */
+int session_parse_opts(int argc, char **argv, struct session_opts *o,
+		       const struct cli_opt *const *opts,
 		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie);
+/* -p PID or PID,PID...: into o->pid; several processes are refused (one
+ * session speaks to one agent). 0, or -1 after printing why. */
+int session_parse_pids(const char *arg, struct session_opts *o);
+/* A number of seconds for option opt (-d, -i): finite, > 0, at most a
+ * year. 0, or -1 after printing a message that names the value. */
+int session_parse_seconds(const char *verb, const char *opt, const char *arg, double *out);
 
 /* The file a spec without PATH refers to: the command's program or the
  * process's executable. 0, or -errno with the reason in err. */
@@ -116,8 +129,9 @@ struct verb {
 	const char *name;
 	unsigned action;         /* enum np_action of its probes */
 	bool banner;             /* "Tracing N functions..." unless -j */
-	const char *short_opts;  /* its own options, handled by option() */
-	const struct option *long_opts;
+	/* its option lists, NULL-terminated; what session_parse_opts does not
+	 * handle goes to option() */
+	const struct cli_opt *const *opts;
 	int (*option)(int opt, const char *arg, struct session_opts *o, void *cookie);
 	/* The verb's own specs (watch): argv[first..o->argend) into set, 0 or
 	 * a status, the error printed. NULL: probe specs (session_add_specs). */
@@ -132,10 +146,6 @@ struct verb {
 	void (*cleanup)(void *cookie); /* always, last; may be NULL */
 };
 struct np_vm_prog;
-
-/* A number of seconds for option opt (-d, -i): finite, > 0, at most a
- * year. 0, or -1 after printing a message that names the value. */
-int session_parse_seconds(const char *verb, const char *opt, const char *arg, double *out);
 
 /* The whole verb: its exit status. */
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv);

@@ -197,6 +197,18 @@ static int parse_fetch(struct cursor *c, const char *s, size_t len, struct spec_
 	return fail_at(c, s, len, "unknown fetch argument '%.*s'", (int)len, s);
 }
 
+/* A name the kernel's uprobe_events takes for a group, an event or an
+ * argument: [A-Za-z_][A-Za-z0-9_]*. Outputs print them unquoted. */
+static bool good_name(const char *s, size_t n)
+{
+	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
 /* [NAME=]FETCH[:TYPE] */
 static int parse_arg(struct cursor *c, const char *s, size_t len, struct spec_arg *a,
 		     unsigned index)
@@ -205,8 +217,9 @@ static int parse_arg(struct cursor *c, const char *s, size_t len, struct spec_ar
 	const char *body = s;
 	if (eq) {
 		size_t n = (size_t)(eq - s);
-		if (!n || n >= NP_ARG_NAME_MAX)
-			return fail_at(c, s, n ? n : 1, "bad argument name");
+		if (!n || n >= NP_ARG_NAME_MAX || !good_name(s, n))
+			return fail_at(c, s, n ? n : 1,
+				       "bad argument name: letters, digits and _, not first a digit");
 		memcpy(a->f.name, s, n);
 		body = eq + 1;
 	} else {
@@ -239,14 +252,16 @@ static int parse_kind(struct cursor *c, const char *t, size_t len, struct spec *
 	size_t n = len - 2;
 	if (slash) {
 		size_t g = (size_t)(slash - name);
-		if (!g || g >= SPEC_NAME_MAX)
-			return fail_at(c, name, g ? g : 1, "bad group name");
+		if (!g || g >= SPEC_NAME_MAX || !good_name(name, g))
+			return fail_at(c, name, g ? g : 1,
+				       "bad group name: letters, digits and _, not first a digit");
 		memcpy(s->group, name, g);
 		n -= g + 1;
 		name = slash + 1;
 	}
-	if (!n || n >= SPEC_NAME_MAX)
-		return fail_at(c, name, n ? n : 1, "bad event name");
+	if (!n || n >= SPEC_NAME_MAX || !good_name(name, n))
+		return fail_at(c, name, n ? n : 1,
+			       "bad event name: letters, digits and _, not first a digit");
 	memcpy(s->event, name, n);
 	return 0;
 }

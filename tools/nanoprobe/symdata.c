@@ -4,6 +4,8 @@
  * @SYMBOL fetch args; and a library's DT_NEEDED list. */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,5 +103,96 @@ int np_symtab_needed(const char *path, char names[][64], int max)
 	if (elf)
 		elf_end(elf);
 	close(fd);
+	return n;
+}
+
+/* Whether path's .dynsym imports (has undefined) a function matching glob:
+ * a name the program calls in one of its libraries. */
+bool np_symtab_imports(const char *path, const char *glob)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (Elf_Scn *scn = NULL; elf && !found && (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 1; !found && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *s;
+			int type;
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx != SHN_UNDEF)
+				continue;
+			type = GELF_ST_TYPE(sym.st_info);
+			s = elf_strptr(elf, sh.sh_link, sym.st_name);
+			found = (type == STT_FUNC || type == STT_NOTYPE || type == STT_GNU_IFUNC) &&
+				s && *s && !fnmatch(glob, s, 0);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* $ORIGIN and ${ORIGIN} in a DT_RUNPATH entry: the directory of the file. */
+static void expand_origin(const char *entry, const char *file, char *out, size_t len)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", file);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	size_t at = 0;
+	for (const char *p = entry; *p && at + 1 < len;) {
+		size_t n = !strncmp(p, "${ORIGIN}", 9) ? 9 : !strncmp(p, "$ORIGIN", 7) ? 7 : 0;
+		if (n) {
+			at += (size_t)snprintf(out + at, len - at, "%s", dir);
+			p += n;
+		} else {
+			out[at++] = *p++;
+		}
+	}
+	out[at < len ? at : len - 1] = 0;
+}
+
+/* The directories of path's DT_RUNPATH (else DT_RPATH), at most max: how
+ * many. */
+int np_symtab_runpath(const char *path, char dirs[][PATH_MAX], int max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
+	char list[PATH_MAX] = "";
+	bool runpath = false;
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (Elf_Scn *scn = NULL; elf && (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *s;
+			if (!gelf_getdyn(d, (int)i, &dyn) ||
+			    (dyn.d_tag != DT_RUNPATH && (dyn.d_tag != DT_RPATH || runpath)) ||
+			    !(s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)))
+				continue;
+			snprintf(list, sizeof(list), "%s", s); /* RUNPATH wins over RPATH */
+			runpath |= dyn.d_tag == DT_RUNPATH;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	for (char *save, *e = strtok_r(list, ":", &save); e && n < max; e = strtok_r(NULL, ":", &save))
+		expand_origin(e, path, dirs[n++], PATH_MAX);
 	return n;
 }

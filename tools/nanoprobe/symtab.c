@@ -19,10 +19,12 @@
  * ET_DYN module at some offline base, which is subtracted again here.
  */
 #include "symtab.h"
+#include "suggest.h"
 
 #include "demangle.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -546,8 +548,11 @@ static int open_elf(struct np_symtab *st, Elf **elf, char *err, size_t errlen)
 	elf_version(EV_CURRENT);
 	GElf_Ehdr eh;
 	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	char out[PATH_MAX];
 	if (!*elf || elf_kind(*elf) != ELF_K_ELF || !gelf_getehdr(*elf, &eh)) {
-		set_err(err, errlen, "%s: not an ELF file", st->path);
+		/* a script: why the program it runs could not be told (follow.c) */
+		if (np_follow_script(st->path, out, sizeof(out), NULL, 0, err, errlen) == 0)
+			set_err(err, errlen, "%s: not an ELF file", st->path);
 	} else if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
 		set_err(err, errlen, "%s: not an executable or shared object", st->path);
 	} else if (!(st->priv = read_segments(*elf, fd))) {
@@ -708,14 +713,36 @@ static bool matches(const struct np_sym *s, const char *glob)
 	       (s->short_name && !fnmatch(glob, s->short_name, 0));
 }
 
+/* Of two names of one function, the one a user knows: malloc before
+ * __libc_malloc and __GI___libc_malloc, glibc's internal aliases. Fewer
+ * leading underscores, then the shorter, then the first by name. */
+static bool better_name(const struct np_sym *a, const struct np_sym *b)
+{
+	size_t ua = strspn(a->name, "_"), ub = strspn(b->name, "_");
+	size_t la = strlen(a->name), lb = strlen(b->name);
+	bool ia = !strncmp(a->name, "__GI_", 5), ib = !strncmp(b->name, "__GI_", 5);
+	if (ia != ib)
+		return ib;
+	if (ua != ub)
+		return ua < ub;
+	if (la != lb)
+		return la < lb;
+	return strcmp(a->name, b->name) < 0;
+}
+
 size_t np_symtab_match(const struct np_symtab *st, const char *glob, const struct np_sym ***out)
 {
 	size_t n = 0;
 	*out = NULL;
 	for (size_t i = 0; i < st->n; i++) {
 		const struct np_sym *s = &st->syms[i];
-		if (!matches(s, glob) || (n && (*out)[n - 1]->addr == s->addr))
+		if (!matches(s, glob))
 			continue;
+		if (n && (*out)[n - 1]->addr == s->addr) { /* an alias: keep the public name */
+			if (better_name(s, (*out)[n - 1]))
+				(*out)[n - 1] = s;
+			continue;
+		}
 		const struct np_sym **v = realloc(*out, (n + 1) * sizeof(*v));
 		if (!v)
 			break; /* what was matched so far is still a valid answer */
@@ -744,66 +771,14 @@ const struct np_sym *np_symtab_at(const struct np_symtab *st, uint64_t vaddr)
 	return NULL;
 }
 
-/* Levenshtein distance, two rows; names longer than a row are too far. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[2][256];
-	if (la >= 256 || lb >= 256)
-		return SIZE_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[0][j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t *prev = row[(i - 1) & 1], *cur = row[i & 1];
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	}
-	return row[la & 1][lb];
-}
-
-struct near {
-	const char *name;
-	size_t dist;
-};
-
-/* Keep the three closest distinct names, ties in table order. */
-static void consider(struct near best[3], const char *name, size_t d)
-{
-	for (int i = 0; i < 3; i++)
-		if (best[i].name && !strcmp(best[i].name, name))
-			return;
-	for (int i = 0; i < 3; i++) {
-		if (best[i].name && best[i].dist <= d)
-			continue;
-		memmove(&best[i + 1], &best[i], (size_t)(2 - i) * sizeof(best[0]));
-		best[i] = (struct near){name, d};
-		return;
-	}
-}
-
 void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, size_t len)
 {
-	size_t n = strlen(name), max = n / 3 > 2 ? n / 3 : 2;
-	struct near best[3] = {{0}};
-	for (size_t i = 0; i < st->n; i++) {
-		const struct np_sym *s = &st->syms[i];
-		size_t ls = strlen(s->name);
-		if (s->source == NP_SYM_EHFRAME || (ls > n ? ls - n : n - ls) > max)
-			continue; /* synthetic names are no spelling of anything */
-		size_t d = edit_distance(name, s->name);
-		if (d <= max)
-			consider(best, s->name, d);
-	}
-	if (len)
-		buf[0] = '\0';
-	if (!best[0].name)
-		return;
-	snprintf(buf, len, "did you mean: %s%s%s%s%s?", best[0].name, best[1].name ? ", " : "",
-		 best[1].name ? best[1].name : "", best[2].name ? ", " : "",
-		 best[2].name ? best[2].name : "");
+	struct suggest sg;
+	suggest_init(&sg, name);
+	for (size_t i = 0; i < st->n; i++)
+		if (st->syms[i].source != NP_SYM_EHFRAME) /* synthetic names spell nothing */
+			suggest_consider(&sg, st->syms[i].name);
+	suggest_format(&sg, "", buf, len);
 }
 
 int np_symtab_offset_to_vaddr(const struct np_symtab *st, uint64_t off, uint64_t *vaddr)
@@ -891,6 +866,40 @@ static int set_out(const char *path, char *out, size_t outlen)
 	char real[PATH_MAX];
 	int n = snprintf(out, outlen, "%s", realpath(path, real) ? real : path);
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+bool np_is_lib_name(const char *name)
+{
+	return is_lib_name(name);
+}
+
+/* The library in one of needer's DT_RUNPATH directories. */
+static int from_runpath(const char *name, const char *needer, char *out, size_t outlen)
+{
+	static char dirs[16][PATH_MAX];
+	int n = np_symtab_runpath(needer, dirs, 16), ret = -ENOENT;
+	for (int i = 0; i < n && ret == -ENOENT; i++) {
+		DIR *d = opendir(dirs[i]);
+		for (struct dirent *e; d && ret == -ENOENT && (e = readdir(d));) {
+			char cand[PATH_MAX * 2];
+			if (strcmp(e->d_name, name) && !lib_match(e->d_name, name))
+				continue;
+			snprintf(cand, sizeof(cand), "%.4095s/%.255s", dirs[i], e->d_name);
+			if (access(cand, R_OK) == 0)
+				ret = set_out(cand, out, outlen);
+		}
+		if (d)
+			closedir(d);
+	}
+	return ret;
+}
+
+int np_resolve_library(const char *name, const char *needer, pid_t pid, char *out,
+		       size_t outlen, char *err, size_t errlen)
+{
+	if (pid <= 0 && needer && !strchr(name, '/') && from_runpath(name, needer, out, outlen) == 0)
+		return 0;
+	return np_resolve_path(name, pid, out, outlen, err, errlen);
 }
 
 /* The first file mapped in pid whose basename is name or name's library. */

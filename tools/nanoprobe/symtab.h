@@ -65,7 +65,8 @@ void np_symtab_free(struct np_symtab *st);
  * entries, the first by address. */
 const struct np_sym *np_symtab_find(const struct np_symtab *st, const char *name);
 /* Every function whose name matches the shell glob (fnmatch), one entry per
- * address (aliases folded to the first name), in address order. Returns the
+ * address (aliases folded to the public name: malloc, not
+ * __GI___libc_malloc), in address order. Returns the
  * count; *out is malloc'd (free it), NULL when the count is 0. */
 size_t np_symtab_match(const struct np_symtab *st, const char *glob, const struct np_sym ***out);
 /* The function containing vaddr, or NULL. */
@@ -75,6 +76,9 @@ const struct np_sym *np_symtab_at(const struct np_symtab *st, uint64_t vaddr);
 void np_symtab_suggest(const struct np_symtab *st, const char *name, char *buf, size_t len);
 /* The libraries path needs (DT_NEEDED), at most max: how many (symdata.c). */
 int np_symtab_needed(const char *path, char names[][64], int max);
+/* Whether path imports a function matching glob (an undefined symbol of
+ * its .dynsym): one its libraries provide (symdata.c). */
+bool np_symtab_imports(const char *path, const char *glob);
 /* Any defined symbol, data included (symdata.c): its vaddr, or -ENOENT. */
 int np_symtab_find_data(const struct np_symtab *st, const char *name, uint64_t *vaddr);
 /* The same, with its size and ELF type (STT_OBJECT, STT_FUNC, STT_TLS...),
@@ -104,4 +108,29 @@ uint64_t np_symtab_limit(const struct np_symtab *st, const struct np_sym *s);
  */
 int np_resolve_path(const char *name, pid_t pid, char *out, size_t outlen, char *err,
 		    size_t errlen);
+
+/* A library as program `needer` would load it: from the directories of its
+ * DT_RUNPATH (or DT_RPATH, $ORIGIN expanded), where a program built with
+ * its own libraries finds them (pyenv's python, libpython), then as
+ * np_resolve_path. With pid > 0, the process's mapping (np_resolve_path). */
+int np_resolve_library(const char *name, const char *needer, pid_t pid, char *out,
+		       size_t outlen, char *err, size_t errlen);
+/* "libc", "libfoo.so.1": named as a library rather than a program. */
+bool np_is_lib_name(const char *name);
+/* The directories of path's DT_RUNPATH, else DT_RPATH, $ORIGIN expanded,
+ * at most max (symdata.c): how many. */
+int np_symtab_runpath(const char *path, char dirs[][4096], int max);
+
+/* The ELF file a script runs, where the script tells it (follow.c): its
+ * interpreter (through /usr/bin/env too), a shell script's one literal
+ * `exec PROGRAM`, a version manager's shim's program (`MANAGER which`).
+ * 0 with out (path itself when it is no script) and, when a script was
+ * followed, a line for the user in note; -ENOEXEC or -ELOOP with why in
+ * err when it cannot be told. */
+int np_follow_script(const char *path, char *out, size_t len, char *note, size_t notelen,
+		     char *err, size_t errlen);
+/* np_resolve_path for a program, then np_follow_script; a script that
+ * cannot be followed is returned as it is (0). */
+int np_resolve_program(const char *name, pid_t pid, char *out, size_t outlen, char *note,
+		       size_t notelen, char *err, size_t errlen);
 #endif

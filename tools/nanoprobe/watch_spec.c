@@ -232,7 +232,7 @@ static int resolve_file(const struct watch_spec *w, pid_t pid, const char *main_
 	const char *base = strrchr(main_path, '/');
 	base = base ? base + 1 : main_path;
 	if (w->path[0] && strcmp(w->path, base))
-		return np_resolve_path(w->path, pid, path, cap, err, errlen);
+		return np_resolve_program(w->path, pid, path, cap, NULL, 0, err, errlen);
 	return snprintf(path, cap, "%s", main_path) >= (int)cap ? -ENAMETOOLONG : 0;
 }
 

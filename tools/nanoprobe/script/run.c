@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "output.h"
 #include "inject.h"
 #include "runtime.h"
 #include "session.h"
@@ -380,15 +381,25 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+static const struct cli_opt run_own[] = {
+	{'e', "program", "PROGRAM", "the program to run (else the FILE given)"},
+	{'p', "pid", "PID", "attach to the running process PID (one process)"},
+	{'c', "command", "CMD", "start CMD (a command line, split at spaces) and trace it"},
+	{'d', "duration", "SECONDS", "stop after SECONDS (fractions allowed)"},
+	{'o', "output", "FILE", "the output to FILE, not stdout"},
+	{'f', "format", "FORMAT", "text, or json: bpftrace's JSON lines"},
+	{OPT_STRATEGY, "strategy", "S", "place every probe by S: auto, jump or trap"},
+	{OPT_BUFFER, "buffer-kb", "N", "event ring per thread in KiB: 4..65536, a power of 2"},
+	{OPT_MAP_KEYS, "map-keys", "N", "keys per map at most (default 4096; 1024 for hist, lhist)"},
+	{0},
+};
+static const struct cli_opt *const run_opts[] = {run_own, NULL};
+
 static int parse_args(struct run *r, int argc, char **argv, struct compile_opts *co,
 		      const char **file, const char **format)
 {
-	static const struct option longs[] = {
-		{"pid", required_argument, NULL, 'p'}, {"duration", required_argument, NULL, 'd'},
-		{"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
-		{"strategy", required_argument, NULL, OPT_STRATEGY},
-		{"buffer-kb", required_argument, NULL, OPT_BUFFER},
-		{"map-keys", required_argument, NULL, OPT_MAP_KEYS}, {0}};
+	struct option longs[16];
+	char shortopts[32];
 	int end = argc, opt;
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -398,17 +409,16 @@ static int parse_args(struct run *r, int argc, char **argv, struct compile_opts 
 			r->o.cmd = argv + i + 1;
 			break;
 		}
+	cli_getopt_tables(run_opts, shortopts, sizeof(shortopts), longs, 16);
 	optind = 1;
 	char *e;
 	long v;
-	while ((opt = getopt_long(end, argv, ":e:p:c:d:o:f:", longs, NULL)) != -1) {
+	while ((opt = getopt_long(end, argv, shortopts, longs, NULL)) != -1) {
 		switch (opt) {
 		case 'e': r->text = optarg; break;
 		case 'p':
-			v = strtol(optarg, &e, 10);
-			if (*e || v <= 0 || v > INT32_MAX)
-				return usage_error("-p wants a process id, not '%s'", optarg);
-			r->o.pid = (pid_t)v;
+			if (session_parse_pids(optarg, &r->o))
+				return 2;
 			break;
 		case 'c':
 			r->c_words = split_words(optarg);
@@ -416,9 +426,8 @@ static int parse_args(struct run *r, int argc, char **argv, struct compile_opts 
 				return usage_error("-c wants a command, not '%s'", optarg);
 			break;
 		case 'd':
-			r->o.duration = strtod(optarg, &e);
-			if (*e || r->o.duration <= 0)
-				return usage_error("-d wants a number of seconds > 0, not '%s'", optarg);
+			if (session_parse_seconds("run", "-d", optarg, &r->o.duration))
+				return 2;
 			break;
 		case 'o': r->o.out_path = optarg; break;
 		case 'f':
@@ -447,8 +456,7 @@ static int parse_args(struct run *r, int argc, char **argv, struct compile_opts 
 			co->max_keys = (uint32_t)v;
 			break;
 		default:
-			return usage_error(opt == ':' ? "missing value for option '%s'" : "unknown option '%s'",
-					   argv[optind - 1]);
+			return cli_bad_option(opt, argv, run_opts);
 		}
 	}
 	if (optind < end && !r->text)
@@ -502,7 +510,8 @@ static void run_alone(struct run *r)
 	run_kind(r, PK_BEGIN);
 	uint64_t until = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : 0;
 	bool intervals = has_kind(&r->prog, PK_INTERVAL);
-	while (!r->exited && !local_stop && intervals && (!until || mono_ns() < until)) {
+	while (!r->exited && !local_stop && intervals && (!until || mono_ns() < until) &&
+	       !output_flush()) {
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 		run_intervals(r);
@@ -563,9 +572,13 @@ static int prepare(struct run *r, int argc, char **argv, const char **file)
 	if (name_own_probes(r))
 		return 1;
 	r->rt.json = !strcmp(format, "json");
-	r->o.out = r->o.out_path ? fopen(r->o.out_path, "we") : stdout;
-	if (!r->o.out) {
-		fprintf(stderr, "nanoprobe run: -o %s: %s\n", r->o.out_path, strerror(errno));
+	/* as -j for the other verbs: a program started with -- or -c writes
+	 * its stdout to our stderr, so that stdout holds JSON lines only */
+	r->o.json = r->rt.json;
+	char name[NP_PATH_MAX + 8];
+	snprintf(name, sizeof(name), r->o.out_path ? "-o %s" : "stdout", r->o.out_path);
+	if (!(r->o.out = output_open(r->o.out_path, name))) {
+		cli_error("%s: %s", name, strerror(errno));
 		return 1;
 	}
 	r->rt.out = r->o.out;
@@ -638,12 +651,23 @@ int cmd_run(int argc, char **argv)
 			rc = run_session(&r);
 		}
 	}
-	if (r.o.out && r.o.out != stdout)
-		fclose(r.o.out);
-	fflush(stdout);
+	if (r.o.out)
+		output_close(r.o.out); /* an error is reported below */
 	int status = !rc && r.set.n ? session_finish(&r.o) : 0;
 	if (!rc)
 		rc = status;
+	if (output_exit())
+		rc = 1;
 	run_free(&r);
 	return rc;
 }
+
+const struct cli_verb verb_run = {
+	"run", cmd_run,
+	"run [OPTIONS] {-e PROGRAM | FILE} [-p PID | -c CMD | -- CMD [ARGS...]]",
+	"a bpftrace program (uprobe, uretprobe, BEGIN, END, interval)",
+	"A program with no uprobe (only BEGIN, END, interval) needs no process.\n"
+	"-f json prints bpftrace's JSON lines ({\"type\": \"map\", \"data\": ...}), not the\n"
+	"envelope of the other verbs (docs/scripts.md).\n",
+	run_opts,
+};
