@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +356,53 @@ static void session_serve(void)
 	decide_run(-1);
 }
 
+/* The program's thread that nanoprobe_agent_start ran on (injected). */
+static pid_t borrowed_tid;
+
+/* First bytes of /proc/self/task/TID/FILE, "" when it cannot be read. */
+static void read_task_file(pid_t tid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/*
+ * Until the thread the injector borrowed is the program's again: no
+ * longer traced, then (for up to 50 ms) waiting in its system call again
+ * if it was in one. The mask guards are the session's first patch, and a
+ * patch asks each running thread where it is with the engine's signal;
+ * the borrowed thread reads as running from the end of the injected call
+ * until the kernel restarts the call it was interrupted in, and a handler
+ * that runs then turns the restart into EINTR (for a sleep whatever
+ * SA_RESTART says, signal(7)): the program's nanosleep failed. Waiting
+ * in its call, it is judged from /proc and sent nothing. At most 2 s in
+ * all: a thread that never comes back is asked as before.
+ */
+static void await_borrowed_thread(void)
+{
+	char buf[1024];
+	int traced_ms = 0, running_ms = 0;
+	while (traced_ms < 2000 && running_ms < 50) {
+		read_task_file(borrowed_tid, "status", buf, sizeof(buf));
+		const char *tracer = strstr(buf, "\nTracerPid:");
+		if (!tracer)
+			return; /* gone */
+		if (strtol(tracer + 11, NULL, 10) != 0) {
+			traced_ms++;
+		} else {
+			read_task_file(borrowed_tid, "syscall", buf, sizeof(buf));
+			if (strncmp(buf, "running", 7) != 0)
+				return;
+			running_ms++;
+		}
+		usleep(1000);
+	}
+}
 /* The socket's name, for the control thread to connect to. Static, not a
  * copy on the heap: that copy would be allocated on the program's thread
  * and freed on ours, and a free puts the block into the freeing thread's
@@ -386,8 +434,10 @@ static void *session_thread(void *arg)
 	 * connect, and unblocks the engine's signals in the threads that
 	 * block them: a thread made in between would keep them blocked
 	 * (maskguard.c, tools/nanoprobe/masks.c). */
-	if (name && injected)
+	if (name && injected) {
+		await_borrowed_thread();
 		np_agent_guard_masks();
+	}
 	if (name) {
 		int fd = connect_to(name);
 		if (fd < 0 || session_setup(fd)) {
@@ -460,6 +510,7 @@ EXPORT int nanoprobe_agent_start(const char *sockname)
 {
 	np_agent_busy++; /* a borrowed thread: what we call here is ours */
 	injected = true;
+	borrowed_tid = (pid_t)syscall(SYS_gettid);
 	int err = claim_session() ? start_thread(sockname) : why_taken();
 	if (err && err != -EBUSY && err != -EAGAIN)
 		set_state(SESSION_IDLE);
