@@ -2,7 +2,9 @@
 """TAP-style results for the Python test programs: one `ok N - name` or
 `not ok N - name` line per check (details of a failure on `#   ` lines),
 and `N passed, M failed` at the end (read by tools/test-summary.py)."""
+import os
 import sys
+import traceback
 
 
 class Results:
@@ -40,3 +42,24 @@ class Results:
     def summary(self):
         print(f"{self.passed} passed, {self.failed} failed")
         return 1 if self.failed else 0
+
+
+def run_cases(results, cases, needed, wanted):
+    """Each case function whose name contains one of wanted (all when
+    empty), under its name, an exception failing it; first, every path
+    in needed must exist. The exit status."""
+    missing = [p for p in needed if not os.path.exists(p)]
+    if missing:
+        print(f"not ok 1 - missing: {' '.join(missing)}")
+        print("0 passed, 1 failed")
+        return 1
+    for fn in cases:
+        if wanted and not any(w in fn.__name__ for w in wanted):
+            continue
+        results.case = fn.__name__
+        print(f"# {fn.__name__}", flush=True)
+        try:
+            fn()
+        except Exception:
+            results.check(False, "ran to the end", traceback.format_exc())
+    return results.summary()

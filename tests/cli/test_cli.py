@@ -34,11 +34,10 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tap import Results  # noqa: E402
+from tap import Results, run_cases  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 
@@ -2026,23 +2025,7 @@ def list_instructions():
 
 
 def main():
-    missing = [p for p in (NANOPROBE, AGENT, COUNTER, THREADS, PLUGIN_HOST, SERVER, PLUGIN)
-               if not os.path.exists(p)]
-    if missing:
-        print(f"not ok 1 - missing: {' '.join(missing)}")
-        print("0 passed, 1 failed")
-        return 1
-    wanted = sys.argv[1:]
-    for fn in CASES:
-        if wanted and not any(w in fn.__name__ for w in wanted):
-            continue
-        R.case = fn.__name__
-        print(f"# {fn.__name__}", flush=True)
-        try:
-            fn()
-        except Exception:
-            R.check(False, "ran to the end", traceback.format_exc())
-    return R.summary()
+    return run_cases(R, CASES, (NANOPROBE, AGENT, COUNTER, THREADS, PLUGIN_HOST, SERVER, PLUGIN), sys.argv[1:])
 
 
 if __name__ == "__main__":

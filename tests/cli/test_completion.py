@@ -26,11 +26,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cli as T  # noqa: E402
 from test_cli import R, np, describe, COUNTER, NANOPROBE  # noqa: E402
+from tap import run_cases  # noqa: E402
 
 DIR = os.environ.get("NP_COMPLETION_DIR") or os.path.join(T.ROOT, "tools/nanoprobe/completion")
 BASH_SCRIPT = os.path.join(DIR, "nanoprobe.bash")
@@ -226,22 +226,7 @@ print -r -- "${{_comps[nanoprobe]}}"
 
 
 def main():
-    missing = [p for p in (NANOPROBE, COUNTER, BASH_SCRIPT, ZSH_SCRIPT) if not os.path.exists(p)]
-    if missing:
-        print(f"not ok 1 - missing: {' '.join(missing)}")
-        print("0 passed, 1 failed")
-        return 1
-    wanted = sys.argv[1:]
-    for fn in CASES:
-        if wanted and not any(w in fn.__name__ for w in wanted):
-            continue
-        R.case = fn.__name__
-        print(f"# {fn.__name__}", flush=True)
-        try:
-            fn()
-        except Exception:
-            R.check(False, "ran to the end", traceback.format_exc())
-    return R.summary()
+    return run_cases(R, CASES, (NANOPROBE, COUNTER, BASH_SCRIPT, ZSH_SCRIPT), sys.argv[1:])
 
 
 if __name__ == "__main__":

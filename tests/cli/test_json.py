@@ -20,11 +20,11 @@ import copy
 import json
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cli as T  # noqa: E402
 from test_cli import R, np, describe, COUNTER, THREADS  # noqa: E402
+from tap import run_cases  # noqa: E402
 
 try:
     import jsonschema
@@ -217,23 +217,8 @@ def main():
         print("not ok 1 - python3-jsonschema is needed (make deps installs it)")
         print("0 passed, 1 failed")
         return 1
-    missing = [p for p in (T.NANOPROBE, COUNTER, NAMES, WATCHED, SCHEMA_PATH)
-               if not os.path.exists(p)]
-    if missing:
-        print(f"not ok 1 - missing: {' '.join(missing)}")
-        print("0 passed, 1 failed")
-        return 1
-    wanted = sys.argv[1:]
-    for fn in CASES:
-        if wanted and not any(w in fn.__name__ for w in wanted):
-            continue
-        R.case = fn.__name__
-        print(f"# {fn.__name__}", flush=True)
-        try:
-            fn()
-        except Exception:
-            R.check(False, "ran to the end", traceback.format_exc())
-    return R.summary()
+    return run_cases(R, CASES, (T.NANOPROBE, COUNTER, NAMES, WATCHED, SCHEMA_PATH),
+                     sys.argv[1:])
 
 
 if __name__ == "__main__":

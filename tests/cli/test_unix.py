@@ -20,11 +20,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cli as T  # noqa: E402
 from test_cli import R, np, run, describe, ENV, COUNTER, SERVER, THREADS, NANOPROBE  # noqa: E402
+from tap import run_cases  # noqa: E402
 
 NAMES = T._path("NP_PROG_NAMES", "tests/cli/names")
 IMPORTER = T._path("NP_PROG_IMPORTER", "tests/cli/importer")
@@ -528,22 +528,7 @@ def globs_name_the_public_alias():
 
 
 def main():
-    missing = [p for p in (NANOPROBE, COUNTER, NAMES, IMPORTER) if not os.path.exists(p)]
-    if missing:
-        print(f"not ok 1 - missing: {' '.join(missing)}")
-        print("0 passed, 1 failed")
-        return 1
-    wanted = sys.argv[1:]
-    for fn in CASES:
-        if wanted and not any(w in fn.__name__ for w in wanted):
-            continue
-        R.case = fn.__name__
-        print(f"# {fn.__name__}", flush=True)
-        try:
-            fn()
-        except Exception:
-            R.check(False, "ran to the end", traceback.format_exc())
-    return R.summary()
+    return run_cases(R, CASES, (NANOPROBE, COUNTER, NAMES, IMPORTER), sys.argv[1:])
 
 
 if __name__ == "__main__":
