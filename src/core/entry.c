@@ -62,6 +62,7 @@ bool np_entry_find(uint64_t addr, uint64_t func_start, size_t func_size, struct 
 	out->site = addr;
 	if (!at_entry(addr, func_start, &end))
 		return false;
+	out->func_end = end > addr ? end : addr;
 	if (!isa->landing_pad)
 		return true;
 	/* bti c; paciasp at most, and an instruction must follow */

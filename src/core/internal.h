@@ -117,6 +117,8 @@ struct np_site {
 	uint8_t pad_len;         /* bytes of pads before addr (entry: addr - pad_len) */
 	uint8_t ret_pac;         /* the key the function signs its return
 				  * address with (NP_PAD_PAC_A/B), else 0 */
+	uint64_t func_end;       /* entry: where its function ends (shadow.c's
+				  * same-slot proof), addr when unknown */
 	bool live;
 	bool args_only;          /* every probe here set NP_PROBE_ARGS_ONLY */
 	unsigned fpu;            /* vector state the trampoline saves */
@@ -386,6 +388,7 @@ struct np_entry {
 	uint8_t pad;     /* the last pad's kind: enum np_landing_pad */
 	uint8_t pad_len; /* site - addr */
 	uint8_t ret_pac; /* the key the function signs its return address with */
+	uint64_t func_end; /* the function's end, or its start when unknown */
 };
 bool np_entry_find(uint64_t addr, uint64_t func_start, size_t func_size, struct np_entry *out);
 

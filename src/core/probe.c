@@ -166,6 +166,7 @@ struct np_site *np_site_new(uint64_t addr)
 	s->region = NULL;
 	s->probes = NULL;
 	s->func_entry = s->args_only = false;
+	s->func_end = 0;
 	s->entry_pad = s->pad_len = s->ret_pac = 0;
 	s->fpu = NP_FPU_NONE;
 	s->live = true;
@@ -388,6 +389,7 @@ static void site_set_entry(struct np_site *s, const struct np_entry *e)
 	s->entry_pad = e->pad;
 	s->pad_len = e->pad_len;
 	s->ret_pac = e->ret_pac;
+	s->func_end = e->func_end;
 }
 
 /* A probe whose handlers may touch the FP/vector state joins a site whose

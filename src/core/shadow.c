@@ -124,6 +124,27 @@ static bool changed(const struct np_shadow_frame *f)
 	return !np_uread_quiet(&w, f->slot, sizeof(w)) || np_host_ret_strip(w) != f->expect;
 }
 
+/* Same slot: a call entering with return address ret at frame f's slot
+ * proves f returned (or was left), unless ret is f's trampoline (a tail
+ * call inherited it). Where the return address lives in the slot
+ * (x86-64) that is all. On arm64 and riscv64 the slot is the entry sp,
+ * and a function may keep its return address in a register and call at
+ * that same sp (glibc's arm64 __rawmemchr: mov x15, x30; bl strlen;
+ * ret x15): a call whose return address lies inside f's own function is
+ * f calling, alive under it; one from elsewhere, or from a function of
+ * unknown bounds, proves nothing there either. */
+static bool same_slot_dead(const struct np_shadow_frame *f, uint64_t ret)
+{
+	ret = np_host_ret_strip(ret);
+	if (ret == f->expect)
+		return false;
+	if (np_host_ret_in_memory())
+		return true;
+	const struct np_site *s = f->site;
+	uint64_t start = s->addr - s->pad_len;
+	return s->func_end > s->addr && !(ret >= start && ret < s->func_end);
+}
+
 /* --- taking frames off ------------------------------------------------------- */
 
 /* Frame f will never return through its trampoline: its return handlers
@@ -223,7 +244,7 @@ static void same_slot(struct np_thread *t)
 		/* o[start..end): one slot, oldest first */
 		for (uint32_t k = end - 1; k > start; k--) {
 			struct np_shadow_frame *newer = &t->shadow[o[k]], *older = &t->shadow[o[k - 1]];
-			if (newer->slot == 0 || np_host_ret_strip(newer->ret) != older->expect)
+			if (newer->slot == 0 || same_slot_dead(older, newer->ret))
 				leave(t, older, NP_MISS_LEFT);
 		}
 		end = start;
@@ -274,7 +295,7 @@ static void reclaim(struct np_thread *t, uint64_t pos, uint64_t ret)
 		if (f->slot != 0) {
 			if (f->slot > pos)
 				return;
-			bool dead = f->slot == pos ? np_host_ret_strip(ret) != f->expect
+			bool dead = f->slot == pos ? same_slot_dead(f, ret)
 						   : below(t, i, f->slot, pos) || changed(f);
 			if (!dead)
 				break;
@@ -287,7 +308,7 @@ static void reclaim(struct np_thread *t, uint64_t pos, uint64_t ret)
 		struct np_shadow_frame *f = &t->shadow[i];
 		if (f->slot != pos)
 			continue;
-		if (np_host_ret_strip(ret) != f->expect)
+		if (same_slot_dead(f, ret))
 			leave(t, f, NP_MISS_LEFT); /* a hole, squeezed out when full */
 		return;
 	}

@@ -196,6 +196,66 @@ TEST(longjmp_from_frames_at_ever_new_addresses_reclaims_them_by_stack_order)
 	}
 }
 
+/* ---- a caller that keeps its return address in a register -------------------
+ * glibc's arm64 __rawmemchr (mov x15, x30; bl strlen; ret x15) calls at its
+ * own entry sp, its return address in a register: its frame and its callee's
+ * have one slot, and the caller is alive under the call. Taken for dead by
+ * the same-slot proof, its return found no frame and the program aborted
+ * (sort under `latency 'libc:*'` on arm64). x86-64 keeps return addresses
+ * on the stack, where no such caller exists: arm64 and riscv64 only. */
+#if defined(__aarch64__) || defined(__riscv)
+uint64_t np_test_lr_keeper(uint64_t n); /* np_test_lr_leaf(n) + 1 */
+uint64_t np_test_lr_leaf(uint64_t n);   /* n + 1 */
+__asm__(".text\n"
+#if defined(__aarch64__)
+	".p2align 4\n.globl np_test_lr_leaf\n.type np_test_lr_leaf, %function\n"
+	"np_test_lr_leaf:\n\tadd x0, x0, #1\n\tret\n.size np_test_lr_leaf, .-np_test_lr_leaf\n"
+	".p2align 4\n.globl np_test_lr_keeper\n.type np_test_lr_keeper, %function\n"
+	"np_test_lr_keeper:\n\tmov x15, x30\n\tbl np_test_lr_leaf\n\tadd x0, x0, #1\n\tret x15\n"
+	".size np_test_lr_keeper, .-np_test_lr_keeper\n"
+#else
+	".p2align 2\n.globl np_test_lr_leaf\n.type np_test_lr_leaf, @function\n"
+	"np_test_lr_leaf:\n\taddi a0, a0, 1\n\tret\n.size np_test_lr_leaf, .-np_test_lr_leaf\n"
+	".p2align 2\n.globl np_test_lr_keeper\n.type np_test_lr_keeper, @function\n"
+	"np_test_lr_keeper:\n\tmv t2, ra\n\tjal ra, np_test_lr_leaf\n\taddi a0, a0, 1\n\tjr t2\n"
+	".size np_test_lr_keeper, .-np_test_lr_keeper\n"
+#endif
+	".text\n");
+
+static uint64_t plus1(uint64_t n)
+{
+	return n + 1;
+}
+
+static uint64_t plus2(uint64_t n)
+{
+	return n + 2;
+}
+
+TEST(a_caller_keeping_its_return_address_in_a_register_is_not_taken_for_dead)
+{
+	e2e_log_capture();
+	for (const enum np_strategy *s = strategies; s < strategies + 2; s++) {
+		struct calls keeper, leaf;
+		struct np_probe *pk = attach_calls((void *)np_test_lr_keeper, &keeper, *s, plus2);
+		struct np_probe *pl = attach_calls((void *)np_test_lr_leaf, &leaf, *s, plus1);
+		uint64_t sum = 0;
+
+		CHECK(pk && pl);
+		for (uint64_t i = 0; i < 1000; i++)
+			sum += np_test_lr_keeper(i);
+		CHECK_EQ(sum, 1000 * 999 / 2 + 2000);
+		CHECK_EQ(keeper.returns, 1000);
+		CHECK_EQ(leaf.returns, 1000);
+		CHECK_EQ(keeper.bad + leaf.bad, 0);
+		if (pk)
+			CHECK_EQ(e2e_detach_free(pk), 0);
+		if (pl)
+			CHECK_EQ(e2e_detach_free(pl), 0);
+	}
+}
+#endif
+
 /* ---- coroutines: swapcontext under probed frames, both ways ------------------ */
 
 static ucontext_t main_uc, co_uc;

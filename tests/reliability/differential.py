@@ -88,16 +88,13 @@ LIBC_NAMED_ONLY = ISA == "riscv64"
 LIBC_LEFT_OUT = {"__libc_sigaction", "__pthread_rwlock_rdlock", "__pthread_rwlock_wrlock",
                  "__pthread_rwlock_unlock"}
 SYSROOT = os.environ.get("NP_DIFF_SYSROOT", DEFAULT_SYSROOT)
-# Under qemu, return probes on named functions only (entries on every one).
+# riscv64: return probes on named functions only (entries on every one).
 # `count 'F%return'` has placed real return probes since issue 17 (it was a
-# second counter at the entry before), and two things are open
-# (docs/reliability.md, "Return probes in the differential under qemu"):
-# on arm64, AUTO with a return probe on every .eh_frame-only start of
-# libc (the tails of its assembly memcpy among them) aborted sort ("no
-# frame of this thread holds its return address"); on riscv64 python3.13
-# (stripped: every function unnamed) did 0.1% more or less work under
-# AUTO than under TRAP, probe by probe, with every return probed.
-RETURNS_NAMED_ONLY = ISA != "x86_64"
+# second counter at the entry before); with one on every function,
+# python3.13 (stripped: every function unnamed) did 0.1% more or less work
+# under AUTO than under TRAP, probe by probe (docs/reliability.md, "Return
+# probes in the differential under qemu"). arm64 takes every return.
+RETURNS_NAMED_ONLY = ISA == "riscv64"
 # glibc's pthread_getattr_np finds the main thread's stack by reading
 # /proc/self/maps line by line up to the stack's line (python3.14 calls it
 # at its start, to bound its C stack). Trampolines and out-of-line copies
