@@ -118,6 +118,18 @@ static uint64_t sum_counts(const char *s)
 	return sum;
 }
 
+/* sum_counts of the file at path (`count -j -o path`), 0 if unreadable. */
+static uint64_t file_counts(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char buf[65536];
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return sum_counts(buf);
+}
+
 /* Kernel uprobes (entry, and return if asked) on every point, for pid. */
 static int kernel_probes(struct kcount *k, const char *prog, const struct probe_point *pts,
 			 unsigned n, bool ret, pid_t pid, char *why, size_t len)
@@ -164,18 +176,29 @@ static double python_run(const struct bench_opts *o, enum bench_backend b, struc
 			 const char *iters, uint64_t *hits, char *why, size_t len)
 {
 	char *plain[] = {PYTHON3, "-c", (char *)py_workload, (char *)iters, NULL};
-	char *probed[] = {(char *)o->self, "count", "-j", "c:malloc", "c:free", "c:malloc%return",
-			  "c:free%return", "--", PYTHON3, "-c", (char *)py_workload,
-			  (char *)iters, NULL};
+	/* The counts to a file of their own: with -j and no -o the started
+	 * program's stdout goes to stderr (docs/cli.md), and its "elapsed="
+	 * line is read from stdout here. */
+	char counts[] = "/tmp/np-bench-counts-XXXXXX";
+	int cfd = mkstemp(counts);
+	if (cfd < 0)
+		return snprintf(why, len, "cannot make a file for the counts: %s", strerror(errno)), 0;
+	close(cfd);
+	char *probed[] = {(char *)o->self, "count", "-j", "-o", counts, "c:malloc", "c:free",
+			  "c:malloc%return", "c:free%return", "--", PYTHON3, "-c",
+			  (char *)py_workload, (char *)iters, NULL};
 	struct child c;
-	if (start_child(b == BK_JUMP ? probed : plain, b == BK_KERNEL, &c))
+	if (start_child(b == BK_JUMP ? probed : plain, b == BK_KERNEL, &c)) {
+		unlink(counts);
 		return snprintf(why, len, "cannot start python3: %s", strerror(errno)), 0;
+	}
 	if (b == BK_KERNEL && kernel_probes(k, PYTHON3, py_points, 2, true, c.pid, why, len))
 		kill(c.pid, SIGKILL);
 	char *out = finish_child(&c);
 	const char *e = out ? strstr(out, "elapsed=") : NULL;
 	double secs = e ? strtod(e + 8, NULL) : 0;
-	*hits = b == BK_KERNEL ? kcount_read(k) : b == BK_JUMP ? sum_counts(out) : 0;
+	*hits = b == BK_KERNEL ? kcount_read(k) : b == BK_JUMP ? file_counts(counts) : 0;
+	unlink(counts);
 	if (b == BK_KERNEL)
 		kcount_detach_all(k);
 	if (!secs && !why[0])
