@@ -91,10 +91,13 @@ LIBC_LEFT_OUT = {"__libc_sigaction", "__pthread_rwlock_rdlock", "__pthread_rwloc
 SYSROOT = os.environ.get("NP_DIFF_SYSROOT", DEFAULT_SYSROOT)
 # riscv64: return probes on named functions only (entries on every one).
 # `count 'F%return'` has placed real return probes since issue 17 (it was a
-# second counter at the entry before); with one on every function,
-# python3.13 (stripped: every function unnamed) did 0.1% more or less work
-# under AUTO than under TRAP, probe by probe (docs/reliability.md, "Return
-# probes in the differential under qemu"). arm64 takes every return.
+# second counter at the entry before); with them, python3.13 did 0.1% more
+# or less work under AUTO than under TRAP, probe by probe (docs/
+# reliability.md, "Return probes in the differential under qemu"), with
+# return probes on every function and on named ones alike: python3 takes
+# none there (RETURNS_LEFT_OUT), the other programs named ones. arm64
+# takes every return.
+RETURNS_LEFT_OUT = {"python3"} if ISA == "riscv64" else set()
 RETURNS_NAMED_ONLY = ISA == "riscv64"
 # glibc's pthread_getattr_np finds the main thread's stack by reading
 # /proc/self/maps line by line up to the stack's line (python3.14 calls it
@@ -505,7 +508,8 @@ def run_program(name, argv, stdin, extra, tmp):
     plain = run(guest_wrapper() + argv, stdin)
     R.check(plain.returncode == 0 and plain.stdout,
             f"{name}: runs plainly", plain.stderr.decode(errors="replace")[-1000:])
-    specs = [s for f in files for s in function_specs(f, f == files[1] and LIBC_NAMED_ONLY)]
+    specs = [s for f in files for s in function_specs(f, f == files[1] and LIBC_NAMED_ONLY)
+             if name not in RETURNS_LEFT_OUT or not s.endswith("%return")]
     counts, fig_a = differential(f"{name} (a) every entry and return", specs, argv, stdin,
                                  plain, tmp)
     hot = hot_functions(counts, files[:2])
