@@ -73,7 +73,10 @@ RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
 # and the agent's libelf by cross/riscv64-sysroot.sh into a root of their
 # own under $(BUILD_RISCV64), never installed; qemu-riscv64 -L runs them.
 RISCV64_DIFF_DEBS ?= coreutils grep gzip sqlite3 libelf1t64 libatomic1 python3-minimal libpython3-stdlib
-RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip python3 sqlite3
+# python3 left out for now: python3.13 under qemu-riscv64 does ~0.1%
+# different work under AUTO than under TRAP (docs/reliability.md, "Return
+# probes in the differential under qemu"); x86-64 and arm64 run python3
+RISCV64_DIFF_PROGS ?= sort sha256sum grep gzip sqlite3
 RISCV64_DIFF_SCALE ?= 0.2
 RISCV64_CORPUS_PROGS ?= lua-O2 lua-O3-lto sqlite3-O3-lto
 RISCV64_CORPUS_SCALE ?= 0.05

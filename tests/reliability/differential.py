@@ -89,15 +89,9 @@ LIBC_NAMED_ONLY = ISA == "riscv64"
 LIBC_LEFT_OUT = {"__libc_sigaction", "__pthread_rwlock_rdlock", "__pthread_rwlock_wrlock",
                  "__pthread_rwlock_unlock"}
 SYSROOT = os.environ.get("NP_DIFF_SYSROOT", DEFAULT_SYSROOT)
-# riscv64: return probes on named functions only (entries on every one).
-# `count 'F%return'` has placed real return probes since issue 17 (it was a
-# second counter at the entry before); with them, python3.13 did 0.1% more
-# or less work under AUTO than under TRAP, probe by probe (docs/
-# reliability.md, "Return probes in the differential under qemu"), with
-# return probes on every function and on named ones alike: python3 takes
-# none there (RETURNS_LEFT_OUT), the other programs named ones. arm64
-# takes every return.
-RETURNS_LEFT_OUT = {"python3"} if ISA == "riscv64" else set()
+# riscv64: return probes on named functions only (entries on every one),
+# the set a fresh clone ran (the corpus probes every return under
+# qemu-riscv64). arm64 and x86-64 take every return.
 RETURNS_NAMED_ONLY = ISA == "riscv64"
 # glibc's pthread_getattr_np finds the main thread's stack by reading
 # /proc/self/maps line by line up to the stack's line (python3.14 calls it
@@ -508,8 +502,7 @@ def run_program(name, argv, stdin, extra, tmp):
     plain = run(guest_wrapper() + argv, stdin)
     R.check(plain.returncode == 0 and plain.stdout,
             f"{name}: runs plainly", plain.stderr.decode(errors="replace")[-1000:])
-    specs = [s for f in files for s in function_specs(f, f == files[1] and LIBC_NAMED_ONLY)
-             if name not in RETURNS_LEFT_OUT or not s.endswith("%return")]
+    specs = [s for f in files for s in function_specs(f, f == files[1] and LIBC_NAMED_ONLY)]
     counts, fig_a = differential(f"{name} (a) every entry and return", specs, argv, stdin,
                                  plain, tmp)
     hot = hot_functions(counts, files[:2])
