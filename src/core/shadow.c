@@ -131,8 +131,9 @@ static bool changed(const struct np_shadow_frame *f)
  * and a function may keep its return address in a register and call at
  * that same sp (glibc's arm64 __rawmemchr: mov x15, x30; bl strlen;
  * ret x15): a call whose return address lies inside f's own function is
- * f calling, alive under it; one from elsewhere, or from a function of
- * unknown bounds, proves nothing there either. */
+ * f calling, alive under it, and proves nothing; one from elsewhere
+ * proves f dead as on x86-64. Where f's bounds are unknown, nothing is
+ * proven. */
 static bool same_slot_dead(const struct np_shadow_frame *f, uint64_t ret)
 {
 	ret = np_host_ret_strip(ret);
