@@ -645,6 +645,20 @@ static int wait_stopped(const int *tids, int n)
 	}
 }
 
+/* Send the stop signal to each of tids[0..k) (those gone since are
+ * dropped) and wait until every one answered or left (wait_stopped). */
+static int ask_and_wait(pid_t pid, int *tids, int k)
+{
+	int n = 0;
+	for (int i = 0; i < k; i++) {
+		if (syscall(SYS_tgkill, pid, tids[i], fixup_sig) == 0)
+			tids[n++] = tids[i];
+		else if (errno != ESRCH)
+			return -errno;
+	}
+	return wait_stopped(tids, n);
+}
+
 /* Every other thread of the process (up to MAX_ASK): the directory is read
  * to the end before any thread is asked, since a thread stopped inside
  * malloc would make closedir's free() wait for it forever. */
@@ -704,15 +718,8 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	atomic_store(&req.acks, 0);
 	atomic_store(&req.hold, true);
 	atomic_fetch_add(&req.round, 1);
-	n = 0;
-	for (int i = 0; i < k && !err; i++) {
-		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
-			asked[n++] = asked[i];
-		else if (errno != ESRCH)
-			err = -errno;
-	}
 	if (!err)
-		err = wait_stopped(asked, n);
+		err = ask_and_wait(pid, asked, k);
 	if (err) {
 		np_threads_resume();
 		np_logf(NP_LOG_WARN, "cannot stop every thread to patch 0x%llx: %s",
@@ -829,15 +836,8 @@ int np_threads_census(void)
 	atomic_store(&req.hold, false);
 	unsigned round = atomic_fetch_add(&req.round, 1) + 1;
 	atomic_store(&req.census, round);
-	n = 0;
-	for (int i = 0; i < k && !err; i++) {
-		if (syscall(SYS_tgkill, pid, asked[i], fixup_sig) == 0)
-			asked[n++] = asked[i];
-		else if (errno != ESRCH)
-			err = -errno;
-	}
 	if (!err)
-		err = wait_stopped(asked, n);
+		err = ask_and_wait(pid, asked, k);
 	atomic_store(&req.census, 0);
 	return err;
 }
@@ -906,15 +906,8 @@ static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, ui
 	 * blocked the signal keeps one queued per round) is not taken for
 	 * another thread's */
 	atomic_fetch_add(&req.round, 1);
-	n = 0;
-	for (int i = 0; i < k && !err; i++) {
-		if (syscall(SYS_tgkill, pid, tids[i], fixup_sig) == 0)
-			tids[n++] = tids[i];
-		else if (errno != ESRCH)
-			err = -errno;
-	}
 	if (!err)
-		err = wait_stopped(tids, n);
+		err = ask_and_wait(pid, tids, k);
 	req.map = NULL;
 	if (err == -EAGAIN)
 		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
