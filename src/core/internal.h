@@ -402,6 +402,9 @@ struct np_func_bounds {
 			       * holds there */
 };
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
+/* Room for one more element in the array *v (n used of *cap), doubling
+ * it; false when out of memory (symbols.c). */
+bool np_grow(void *v, size_t *cap, size_t n, size_t size);
 /* addr is the entry of setjmp, vfork or another function that returns
  * twice (by its ELF symbol name). */
 bool np_symbol_returns_twice(uint64_t addr);

@@ -81,7 +81,7 @@ struct bound {
 
 /* Room for one more element in *v (n used of *cap); false when out of
  * memory, which only costs knowledge. */
-static bool grow(void *v, size_t *cap, size_t n, size_t size)
+bool np_grow(void *v, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
 		return true;
@@ -124,7 +124,7 @@ static void add_symbols(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m,
 		m->v[m->n++] = (struct fsym){s.st_value, s.st_size, name_returns_twice(name),
 					     name && strstr(name, ".cold")};
 		char *copy = type == STT_GNU_IFUNC && name ? strdup(name) : NULL;
-		if (copy && grow(&m->ifuncs, &m->cap_ifuncs, m->nifuncs, sizeof(char *)))
+		if (copy && np_grow(&m->ifuncs, &m->cap_ifuncs, m->nifuncs, sizeof(char *)))
 			m->ifuncs[m->nifuncs++] = copy;
 		else
 			free(copy);
@@ -179,13 +179,13 @@ static void add_bound_slot(Elf *elf, const GElf_Shdr *sh, const GElf_Rela *r, st
 		return;
 	if (s.st_shndx != SHN_UNDEF) {
 		if (GELF_ST_TYPE(s.st_info) == STT_GNU_IFUNC &&
-		    grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
+		    np_grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
 			m->islots[m->nislots++] = r->r_offset;
 		return;
 	}
 	const char *name = elf_strptr(elf, symsh.sh_link, s.st_name);
 	char *copy = name && *name ? strdup(name) : NULL;
-	if (copy && grow(&m->bound, &m->cap_bound, m->nbound, sizeof(*m->bound)))
+	if (copy && np_grow(&m->bound, &m->cap_bound, m->nbound, sizeof(*m->bound)))
 		m->bound[m->nbound++] = (struct bound){r->r_offset, copy};
 	else
 		free(copy);
@@ -202,7 +202,7 @@ static void add_slots(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct module *m)
 			continue;
 		unsigned type = GELF_R_TYPE(r.r_info);
 		if (type == t.irelative &&
-		    grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
+		    np_grow(&m->islots, &m->cap_islots, m->nislots, sizeof(*m->islots)))
 			m->islots[m->nislots++] = r.r_offset;
 		else if ((type == t.glob_dat || type == t.jump_slot || type == t.abs64) &&
 			 r.r_addend == 0)
@@ -398,7 +398,7 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v)))
+			if (np_grow(&l->v, &l->cap, l->n, sizeof(*l->v)))
 				l->v[l->n++] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 			break;
 		}

@@ -91,25 +91,12 @@ static size_t nhooked, caphooked;
 static bool active;          /* a return probe was asked for */
 static char refusal[512];    /* why return probes are refused, or "" */
 
-static bool grow(void *v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 32;
-	void *nv = realloc(*(void **)v, c * size);
-	if (!nv)
-		return false;
-	*(void **)v = nv;
-	*cap = c;
-	return true;
-}
-
 static void hook(uint64_t fn, const char *name)
 {
 	for (size_t i = 0; i < nhooked; i++)
 		if (hooked[i] == fn)
 			return;
-	if (!grow(&hooked, &caphooked, nhooked, sizeof(*hooked)))
+	if (!np_grow(&hooked, &caphooked, nhooked, sizeof(*hooked)))
 		return;
 	bool unwinder = strncmp(name, "_Unwind_", 8) == 0;
 	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = unwinder ? put_returns_back
@@ -139,7 +126,7 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-			if (grow(&l->v, &l->cap, l->n, sizeof(*l->v))) {
+			if (np_grow(&l->v, &l->cap, l->n, sizeof(*l->v))) {
 				l->v[l->n].at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 				snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s",
 					 info->dlpi_name ? info->dlpi_name : "");
@@ -160,7 +147,7 @@ static void look_at(const struct seen *m)
 	for (size_t i = 0; i < nseen; i++)
 		if (seen[i].at == m->at && !strcmp(seen[i].name, m->name))
 			return;
-	if (!grow(&seen, &capseen, nseen, sizeof(*seen)))
+	if (!np_grow(&seen, &capseen, nseen, sizeof(*seen)))
 		return;
 	seen[nseen++] = *m;
 	if (np_module_functions(m->at, names, fn, &unnamed, path, sizeof(path)))
