@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR") or os.path.join(ROOT, "build")
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
@@ -131,9 +131,11 @@ CWD = None  # the folder the commands run in, which stands for the root
 
 
 def text_shape(line):
+    # this checkout's own paths first: a clone at /check/work/main holds
+    # /work/main/ as a part of its paths
     s = line.replace(CWD + "/", "ROOT/") if CWD else line
+    s = s.replace(os.path.realpath(BUILD) + "/", "ROOT/build/").replace(ROOT + "/", "ROOT/")
     s = s.replace("/work/main/", "ROOT/")  # the root where the docs were written
-    s = s.replace(ROOT + "/", "ROOT/").replace(os.path.realpath(BUILD) + "/", "ROOT/build/")
     s = re.sub(r"/work/[^/\s\"]+/(?:[^/\s\"]+/)?(?=build/)", "ROOT/", s)
     s = re.sub(r"/tmp/[^\s\"]*/", "TMP/", s)
     s = re.sub(r"\|[@ ]*\|", "|BAR|", s)
