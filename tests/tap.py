@@ -63,3 +63,19 @@ def run_cases(results, cases, needed, wanted):
         except Exception:
             results.check(False, "ran to the end", traceback.format_exc())
     return results.summary()
+
+
+def sample(names, var):
+    """names, or $var (a number) of them picked at random: the slow suites
+    of make check sample on each run rather than run all or skip some.
+    The pick is printed with the seed that repeats it ($var_SEED)."""
+    import random
+    count = int(os.environ.get(var) or 0)
+    if not 0 < count < len(names):
+        return list(names)
+    seed = int(os.environ.get(var + "_SEED") or random.SystemRandom().randrange(1 << 30))
+    picked = set(random.Random(seed).sample(list(names), count))
+    chosen = [n for n in names if n in picked]
+    print(f"# {count} of {len(names)} sampled: {' '.join(chosen)} "
+          f"(all: {var}=0; this pick again: {var}_SEED={seed})", flush=True)
+    return chosen

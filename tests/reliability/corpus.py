@@ -45,10 +45,15 @@ Environment: that of differential.py (NP_CLI, NP_DIFF_ISA, NP_DIFF_ROOT,
 NP_DIFF_SYSROOT, NP_DIFF_AGENT), and NP_CORPUS_DIR (cache), NP_CORPUS_SCALE
 (workload size, default 0.2), NP_CORPUS_LUA (the Lua scripts to run,
 default all), NP_CORPUS_COUNTS (1: also the per-probe count comparison;
-default 1 natively, 0 under qemu). Arguments: the programs to run
-(default all four).
+default 1 natively, 0 under qemu), NP_CORPUS_SAMPLE (that many of the
+programs, picked at random; NP_CORPUS_SAMPLE_SEED repeats a pick).
+Arguments: the programs to run (default all four). Runs for several ISAs
+may share the cache at once (make check runs them side by side): the
+sources are fetched and unpacked under a lock, each ISA builds in a
+folder of its own.
 """
 import concurrent.futures
+import fcntl
 import glob
 import json
 import os
@@ -62,6 +67,7 @@ import time
 
 import differential as D
 from differential import R, note
+from tap import sample
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "corpus")
@@ -247,10 +253,20 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def shared_sources():
+    """The unpacked trees and SQLite's amalgamation, made once for every
+    ISA: under a lock, as another ISA's run may be making them."""
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        src = fetch_sources(CACHE)
+        trees = {pkg: unpack(CACHE, src, pkg) for pkg in PACKAGES} if src else {}
+        amalg = amalgamation(CACHE, trees["sqlite3"]) if trees.get("sqlite3") else None
+    return trees, amalg
+
+
 def build_all(wanted):
-    src = fetch_sources(CACHE)
-    trees = {pkg: unpack(CACHE, src, pkg) for pkg in PACKAGES} if src else {}
-    amalg = amalgamation(CACHE, trees["sqlite3"]) if trees.get("sqlite3") else None
+    trees, amalg = shared_sources()
     if not (trees.get("lua5.4") and amalg):
         return {}
     out = os.path.join(CACHE, D.ISA)
@@ -423,7 +439,8 @@ def main():
         print(f"nanoprobe not found at {D.NANOPROBE}", file=sys.stderr)
         return 2
     names = [f"{p}-{l}" for p in ("lua", "sqlite3") for l in LEVELS]
-    wanted = [n for n in names if not sys.argv[1:] or n in sys.argv[1:]]
+    wanted = sample([n for n in names if not sys.argv[1:] or n in sys.argv[1:]],
+                    "NP_CORPUS_SAMPLE")
     started = time.monotonic()
     built = build_all(wanted)
     check_ipa_ra(built)

@@ -37,7 +37,9 @@ cross/riscv64-sysroot.sh into a root that is also the guest's sysroot.
 
 Output: `ok N - name` / `not ok N - name` lines, and `N passed, M failed`.
 Arguments: names of programs to run (default: all). Environment: NP_CLI
-(the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1);
+(the nanoprobe command), NP_DIFF_SCALE (input size factor, default 1),
+NP_DIFF_SAMPLE (run that many of the programs, picked at random, with
+NP_DIFF_SAMPLE_SEED to repeat a pick);
 for arm64 or riscv64 NP_DIFF_ISA, NP_DIFF_ROOT (the unpacked packages),
 NP_DIFF_AGENT (the agent built for the ISA), NP_DIFF_SYSROOT (the guest's
 libc: default /usr/aarch64-linux-gnu on arm64, NP_DIFF_ROOT on riscv64).
@@ -56,7 +58,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tap import Results  # noqa: E402
+from tap import Results, sample  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NANOPROBE = os.path.abspath(os.environ.get("NP_CLI") or
                             os.path.join(ROOT, "build/tools/nanoprobe/nanoprobe"))
@@ -521,7 +523,6 @@ def main():
     if not os.access(NANOPROBE, os.X_OK):
         print(f"nanoprobe not found at {NANOPROBE}", file=sys.stderr)
         return 2
-    wanted = sys.argv[1:]
     started, totals = time.monotonic(), {"a": [0] * 4, "b": [0] * 4}
     with tempfile.TemporaryDirectory(prefix="np-diff-") as tmp:
         RUN_DIR = os.path.join(tmp, "cwd")
@@ -530,8 +531,11 @@ def main():
         where = run(["pwd"])
         R.eq(where.stdout.decode().strip(), RUN_DIR,
              "the programs run in an empty directory of their own")
-        for name, (argv, stdin, extra) in programs(inputs).items():
-            if wanted and name not in wanted:
+        progs = programs(inputs)
+        wanted = sample([n for n in progs if n in sys.argv[1:] or not sys.argv[1:]],
+                        "NP_DIFF_SAMPLE")
+        for name, (argv, stdin, extra) in progs.items():
+            if name not in wanted:
                 continue
             if not argv[0]:
                 R.check(False, f"{name}: installed", "the Makefile's deps install it")
