@@ -16,7 +16,7 @@
  * ended.
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_syscall */
+#include "host/host.h" /* np_host_syscall */
 #include "core/nolibc.h"
 
 #include <errno.h>

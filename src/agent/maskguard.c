@@ -25,7 +25,7 @@
  * Hit path: no libc, no allocation (the copy is per thread, in TLS).
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_isa */
+#include "core/internal.h" /* np_host_isa, np_patch_signal */
 #include "core/nolibc.h"   /* np_errno */
 
 #include <dlfcn.h>

@@ -12,7 +12,7 @@
  * The control thread does the attaching (see the hook below).
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_syscall */
+#include "core/internal.h" /* np_host_syscall, struct np_probe */
 #include "core/nolibc.h"
 
 #include <dlfcn.h>

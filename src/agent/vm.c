@@ -36,7 +36,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
-#include "core/internal.h" /* np_host_syscall */
+#include "host/host.h" /* np_host_syscall */
 
 #define SPIN_ROUNDS 256 /* a key being inserted by another thread */
 #define STACK_SPAN (1ull << 30) /* sp to the stack's top at most */

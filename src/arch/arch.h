@@ -6,7 +6,7 @@
  * struct np_isa. Everything reachable from it is pure: it works on
  * (bytes, pc) values and a register file, makes no syscall, touches no
  * global state, and so is compiled and unit-tested on every host for every
- * ISA. Only src/arch/<host>/runtime.c and the trampoline templates know the
+ * ISA. Only src/host/<host>/runtime.c and the trampoline templates know the
  * machine they run on.
  *
  * Instructions fall in three classes, as in the kernel's probes:

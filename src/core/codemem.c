@@ -415,12 +415,6 @@ static void store_code(uint64_t addr, const void *src, size_t len)
 	}
 }
 
-__attribute__((weak)) int np_host_code_prot(uint64_t addr)
-{
-	(void)addr;
-	return 0;
-}
-
 static int write_mprotect(uint64_t addr, const void *src, size_t len)
 {
 	struct np_map m;

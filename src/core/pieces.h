@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Site blocks assembled from assembler templates (src/arch/<host>/tramp.S).
+ * Site blocks assembled from assembler templates (src/host/<host>/tramp.S).
  *
  * A template piece is a byte range of tramp.S, bounded by NAME_begin and
  * NAME_end, with slots: labels inside it whose bytes the runtime fills when

@@ -434,19 +434,6 @@ void np__ret_dispatch(struct np_ctx *ctx)
 
 /* --- unwinders ----------------------------------------------------------------- */
 
-__attribute__((weak)) uint64_t np_host_ret_strip(uint64_t word)
-{
-	return word;
-}
-
-/* Hosts without pointer authentication keep return addresses as they are
- * (arm64's runtime.c signs them). */
-__attribute__((weak)) uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, unsigned pac)
-{
-	(void)slot;
-	(void)pac;
-	return ret;
-}
 
 /* How far below a frame's entry sp its spilled return address is looked
  * for (arm64, riscv64): a frame of 64 KiB of locals with its frame record

@@ -4,7 +4,7 @@
  * pointer argument (a string, +8(%di)) that may be bad.
  *
  * As the kernel's copy_from_user does with its exception table: the copy
- * routines of src/arch/<host>/uread.S load the source with instructions
+ * routines of src/host/<host>/uread.S load the source with instructions
  * listed in np_host_uread_extable, each with a fixup address. A SIGSEGV or
  * SIGBUS whose pc is one of those loads is ours: the handler moves the pc
  * to the fixup, which returns how far the copy got, and the read fails

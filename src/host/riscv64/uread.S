@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * riscv64 copy routines for np_read_user (see src/core/uread.c), the same
- * contract as src/arch/x86_64/uread.S and src/arch/arm64/uread.S.
+ * contract as src/host/x86_64/uread.S and src/host/arm64/uread.S.
  *
  * Every load from the untrusted source has an entry in
  * np_host_uread_extable: when it faults, the SIGSEGV/SIGBUS handler moves

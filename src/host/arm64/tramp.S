@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arm64 trampoline templates. As on x86-64 (src/arch/x86_64/tramp.S), a
+ * arm64 trampoline templates. As on x86-64 (src/host/x86_64/tramp.S), a
  * site block is assembled from pieces copied out of here (runtime.c picks
  * them): save, the inline hit path (thread block, recursion guard, version
  * check, one counter bump and direct call per handler), restore. The
