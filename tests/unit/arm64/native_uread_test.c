@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/arch/arm64/uread.S on the machine (natively on arm64, else under
+ * src/host/arm64/uread.S on the machine (natively on arm64, else under
  * qemu-aarch64): copies that stop exactly at the first unreadable byte.
  * The fault handler here does what src/core/uread.c does with the
  * exception table: a SIGSEGV at one of the listed loads resumes at its
