@@ -70,7 +70,7 @@ int np_nolibc_init(void)
 	return 0;
 }
 
-uint64_t np_clock_ns(void)
+uint64_t np_vdso_clock_ns(void)
 {
 	struct timespec ts = {0, 0};
 	if (!vdso_clock || vdso_clock(CLOCK_MONOTONIC, &ts))

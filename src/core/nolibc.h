@@ -35,8 +35,12 @@ static inline int *np_errno(void)
 /* Once, at engine initialisation (libc may be called there). 0. */
 int np_nolibc_init(void);
 
-/* CLOCK_MONOTONIC in ns: the vDSO's clock_gettime, else the syscall. */
+/* CLOCK_MONOTONIC in ns: the host's counter scaled by a calibrated line
+ * where the kernel vouches for the counter and a session has calibrated
+ * it, else np_vdso_clock_ns (core/clock.c, clock.h). */
 uint64_t np_clock_ns(void);
+/* CLOCK_MONOTONIC in ns: the vDSO's clock_gettime, else the syscall. */
+uint64_t np_vdso_clock_ns(void);
 
 /* The cpu this thread runs on: the rseq area glibc registers, else the
  * vDSO's getcpu, else the syscall. -1 if none says. */

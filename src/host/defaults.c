@@ -6,6 +6,9 @@
  */
 #include "core/internal.h"
 
+#include <errno.h>
+#include <stdio.h>
+
 /* No page protection beyond what /proc/self/maps shows (arm64 has BTI). */
 __attribute__((weak)) int np_host_code_prot(uint64_t addr)
 {
@@ -24,4 +27,11 @@ __attribute__((weak)) uint64_t np_host_ret_sign(uint64_t ret, uint64_t slot, uns
 	(void)slot;
 	(void)pac;
 	return ret;
+}
+
+/* The clock is the vDSO's (core/clock.c): no counter of the host's. */
+__attribute__((weak)) int np_host_counter_check(char *why, size_t len)
+{
+	snprintf(why, len, "this host's vDSO reads the counter itself");
+	return -EOPNOTSUPP;
 }

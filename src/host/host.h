@@ -16,6 +16,7 @@
  *   code writes np_host_patch_in_place, np_host_code_written;
  *               default: np_host_code_prot
  *   traps       np_host_trap_own
+ *   the clock   NP_HOST_COUNTER; default: np_host_counter_check (none)
  *   the rest    np_host_init, np_host_syscall, and uread.S's fault-safe
  *               copies with their fixup table
  *
@@ -41,14 +42,20 @@ extern const struct np_isa *np_host_isa;
 #define NP_HOST_ISA np_isa_x86_64
 #define NP_HOST_ELF_MACHINE 62 /* EM_X86_64 */
 #define NP_CPU_RELAX() __builtin_ia32_pause() /* spin-wait hint */
+/* The counter core/clock.c scales: the TSC, unordered (clock.c says why). */
+#define NP_HOST_COUNTER() __builtin_ia32_rdtsc()
 #elif defined(__aarch64__)
 #define NP_HOST_ISA np_isa_arm64
 #define NP_HOST_ELF_MACHINE 183 /* EM_AARCH64 */
 #define NP_CPU_RELAX() __asm__ volatile("yield")
+/* none: np_host_counter_check says so, and the vDSO reads cntvct_el0 */
+#define NP_HOST_COUNTER() 0ull
 #elif defined(__riscv) && __riscv_xlen == 64
 #define NP_HOST_ISA np_isa_riscv64
 #define NP_HOST_ELF_MACHINE 243 /* EM_RISCV */
 #define NP_CPU_RELAX() __asm__ volatile(".insn i 0x0f, 0, x0, x0, 0x010") /* pause */
+/* none: np_host_counter_check says so, and the vDSO reads the time CSR */
+#define NP_HOST_COUNTER() 0ull
 #else
 #error "nanoprobe has no runtime for this host CPU"
 #endif
@@ -110,6 +117,11 @@ bool np_host_reg_captured(uint32_t kind, int reg);
  * that may itself be probed before its thread has state (infinite
  * recursion: c:syscall). Returns what the kernel returns (-errno). */
 long np_host_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+/* May core/clock.c read NP_HOST_COUNTER for CLOCK_MONOTONIC, as the
+ * kernel says? 0, or -EOPNOTSUPP with the reason in why. By default no:
+ * the vDSO is read (arm64's and riscv64's reads their counter itself,
+ * with the kernel's work-arounds for counters that misbehave). */
+int np_host_counter_check(char *why, size_t len);
 /* Make ctx resume at the caller with 'value' returned (function entry). */
 void np_host_return_now(struct np_ctx *ctx, uint64_t value);
 /* Fault-safe copies (src/host/<host>/uread.S). Each load of src that may

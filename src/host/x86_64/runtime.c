@@ -13,8 +13,11 @@
 #include "core/nolibc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ucontext.h>
+#include <unistd.h>
 
 #define TPL(name)                                                            \
 	extern const uint8_t name##_begin[], name##_end[]
@@ -549,4 +552,67 @@ long np_host_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long 
 			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
+}
+
+/* The first bytes of a file, NUL-terminated; 0 or -errno. */
+static int read_head(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = 0;
+	for (ssize_t r = 1; r > 0 && n + 1 < len; n += (size_t)r)
+		if ((r = read(fd, buf + n, len - 1 - n)) < 0)
+			r = 0;
+	close(fd);
+	buf[n] = 0;
+	return 0;
+}
+
+/* Is word a whole word of the line that starts at line? */
+static bool has_flag(const char *line, const char *word)
+{
+	size_t n = strlen(word);
+	const char *end = strchr(line, '\n');
+	for (const char *p = line; (p = strstr(p, word)) && (!end || p < end); p += n)
+		if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/*
+ * The TSC may stand in for CLOCK_MONOTONIC (core/clock.c) when the kernel
+ * keeps CLOCK_MONOTONIC with it: its clocksource is "tsc", which its
+ * watchdog takes away from a TSC it finds unsynchronised or unstable
+ * (the clocksource then reads hpet, acpi_pm or kvm-clock), and the first
+ * cpu's flags say the TSC ticks at a constant rate (constant_tsc) and
+ * does not stop in idle states (nonstop_tsc). Only the first cpu's entry
+ * of /proc/cpuinfo is read: the kernel sets these flags for every cpu
+ * or none.
+ */
+int np_host_counter_check(char *why, size_t len)
+{
+	char src[64], info[8192];
+	if (read_head("/sys/devices/system/clocksource/clocksource0/current_clocksource", src,
+		      sizeof(src))) {
+		snprintf(why, len, "the kernel's clocksource cannot be read");
+		return -EOPNOTSUPP;
+	}
+	src[strcspn(src, "\n")] = 0;
+	if (strcmp(src, "tsc") != 0) {
+		snprintf(why, len, "the kernel's clocksource is %.32s, not tsc", src);
+		return -EOPNOTSUPP;
+	}
+	const char *flags = NULL;
+	if (read_head("/proc/cpuinfo", info, sizeof(info)) == 0)
+		flags = strstr(info, "\nflags\t");
+	if (!flags) {
+		snprintf(why, len, "the cpu flags cannot be read (/proc/cpuinfo)");
+		return -EOPNOTSUPP;
+	}
+	if (!has_flag(flags + 1, "constant_tsc") || !has_flag(flags + 1, "nonstop_tsc")) {
+		snprintf(why, len, "the cpu flags lack constant_tsc or nonstop_tsc");
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
