@@ -29,7 +29,7 @@ RULES = {
     "src/plan": ("arch/", "plan/"),
     "src/host": ("arch/", "host/", "core/internal.h", "core/nolibc.h", "core/pieces.h"),
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
-    "src/agent": ("agent/", "host/host.h", "core/nolibc.h", "nanoprobe/"),
+    "src/agent": ("agent/", "host/host.h", "core/nolibc.h", "core/clock.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
                         "nanoprobe/"),
     "tests": None,  # tests reach into every layer on purpose

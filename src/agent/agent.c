@@ -17,6 +17,7 @@
  */
 #include "agent/agent.h"
 #include "agent/script.h"
+#include "core/clock.h"
 #include "core/internal.h" /* np_fd_move_high */
 
 #include <dlfcn.h>
@@ -120,7 +121,8 @@ static bool hello_valid(const struct np_msg_hello *h)
 	       h->version == NP_PROTO_VERSION && h->nprobes < NP_REC_PAD && h->nrings &&
 	       h->nrings <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (64u << 20) &&
 	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit &&
-	       (!h->hists || (h->hists == h->nprobes && !h->script_len));
+	       (!h->hists || (h->hists == h->nprobes && !h->script_len)) &&
+	       (h->clock == NP_CLOCK_NONE || h->clock == NP_CLOCK_VDSO);
 }
 
 static bool reads_memory(const struct np_msg_probe *m)
@@ -223,6 +225,9 @@ static void session_end(void)
 	np_agent_detach_all(); /* no handler runs after this */
 	pthread_mutex_unlock(&np_agent.lock);
 	np_agent_unguard_masks();
+	if (np_agent.timed)
+		np_clock_end(); /* its line is steered no more: the vDSO until the next */
+	np_agent.timed = false;
 	struct np_msg_simple m = {.type = NP_MSG_DETACHED};
 	send(np_agent.sock, &m, sizeof(m), MSG_NOSIGNAL);
 	struct np_shm_header *shm = np_agent.shm;
@@ -269,6 +274,28 @@ bool np_agent_cancelled(void)
 	return command_done(__atomic_load_n(&np_agent.sock, __ATOMIC_ACQUIRE));
 }
 
+/* Does a probe of the session read the clock? Counting does not. */
+static bool session_timed(void)
+{
+	for (uint32_t i = 0; i < np_agent.nprobes; i++)
+		if (np_agent.probes[i].m.action != NP_ACT_COUNT)
+			return true;
+	return false;
+}
+
+/* The clock's first line, and what it is for the command's header. The
+ * calibration began before the probes were placed: placing them counts
+ * towards its baseline. */
+static void clock_settle(struct np_shm_header *hdr)
+{
+	struct np_clock_info c;
+	np_clock_settle();
+	np_clock_describe(&c);
+	hdr->clock = c.counter ? NP_CLOCK_TSC : NP_CLOCK_VDSO;
+	hdr->clock_hz = c.hz;
+	snprintf(hdr->clock_why, sizeof(hdr->clock_why), "%s", c.why);
+}
+
 /* Receive the probes, place those whose modules are mapped, say READY.
  * A command that goes away meanwhile ends the placing early (modules.c):
  * the session is then over, and its probes come out again. */
@@ -286,12 +313,17 @@ static int session_setup(int fd)
 	if (np_agent.wake_fd < 0)
 		return -errno;
 	np_agent.pid = getpid();
+	np_agent.timed = session_timed();
+	if (np_agent.timed)
+		np_clock_begin(h.clock != NP_CLOCK_VDSO);
 	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&np_agent.lock);
 	int pending = np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
 	if (np_agent_cancelled())
 		return -ECANCELED;
+	if (np_agent.timed)
+		clock_settle(np_agent.shm);
 	np_agent_hook_dlopen(); /* without it, later modules are just missed */
 	return send_ready(fd, pending);
 }
@@ -325,12 +357,15 @@ static bool serve_socket(void)
 	return false; /* DETACH, EOF, or something we do not understand */
 }
 
-/* Every tick: per-thread state for new threads, the missed counts out. */
+/* Every tick: per-thread state for new threads, the missed counts out,
+ * the clock steered onto CLOCK_MONOTONIC. */
 #define TICK_MS 10
 
 static void housekeeping(void)
 {
 	np_maintain();
+	if (np_agent.timed)
+		np_clock_tick();
 	pthread_mutex_lock(&np_agent.lock);
 	np_agent_publish_missed();
 	pthread_mutex_unlock(&np_agent.lock);

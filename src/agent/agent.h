@@ -39,6 +39,7 @@ struct agent {
 				 * the control thread, which is not there,
 				 * for nothing */
 	uint32_t hist_unit;     /* ns per latency histogram unit */
+	bool timed;             /* a probe reads the clock: core/clock.c calibrates */
 	uint64_t hist_off;      /* a ring's histograms from its start, 0: none */
 	pthread_mutex_t lock;   /* probes[].state, attach/detach */
 	char why[200];          /* the engine's reason for the last refusal */

@@ -3,7 +3,7 @@
  * The agent's hit path: what runs in the traced program's threads.
  *
  * This file is built with -mgeneral-regs-only and calls nothing that may
- * touch vector state (clock_gettime and sched_getcpu are the vDSO and rseq,
+ * touch vector state (the clock is the TSC or the vDSO, the cpu rseq's,
  * the copies are the engine's fault-safe reads), which is why its probes
  * are attached with NP_PROBE_NO_FPU: the trampolines skip the XSAVE that
  * would otherwise cost ten times the probe. No locks, no allocation, no
@@ -339,7 +339,10 @@ static void on_latency_return(struct np_ctx *ctx, void *data)
 	struct np_ring *r = ring_self();
 	if (!word || !*word || !r || !off)
 		return;
-	uint64_t d = now_ns() - *word;
+	/* the counter is read unordered, and a thread may move to a cpu whose
+	 * TSC is a little behind (core/clock.c): an end before the start is
+	 * a call of no measurable length, not one of 584 years */
+	uint64_t now = now_ns(), d = now > *word ? now - *word : 0;
 	struct np_hist *h = (struct np_hist *)((char *)r + off) + ap->m.id;
 	unsigned b = hist_bucket(np_agent.hist_unit > 1 ? d / np_agent.hist_unit : d);
 	count_hit(r, data);

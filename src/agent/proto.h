@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
-#define NP_PROTO_VERSION 3
+#define NP_PROTO_VERSION 4
 #define NP_AGENT_START_SYM "nanoprobe_agent_start"
 #define NP_AGENT_ENV_SOCK "NANOPROBE_AGENT_SOCK"
 
@@ -102,6 +102,17 @@ struct np_msg_hello {
 	/* latency: 0, or nprobes histograms per ring, one per probe, in the
 	 * ring's extra area (np_ring_hists) */
 	uint32_t hists;
+	/* 0: the agent's clock (the counter where it can); NP_CLOCK_VDSO:
+	 * the vDSO whatever the counter (NANOPROBE_CLOCK=vdso) */
+	uint32_t clock;
+};
+
+/* How the agent reads CLOCK_MONOTONIC for its time stamps (np_rec.ts,
+ * latency): src/core/clock.c. The time stamps mean CLOCK_MONOTONIC either way. */
+enum np_clock_source {
+	NP_CLOCK_NONE = 0, /* no probe of the session reads the clock */
+	NP_CLOCK_VDSO,     /* clock_gettime through the vDSO */
+	NP_CLOCK_TSC,      /* the TSC, calibrated against the vDSO */
 };
 
 struct np_msg_probe {
@@ -166,6 +177,13 @@ struct np_shm_header {
 	 * with missed[]); the rest of missed[]'s sum has no reason (misses of
 	 * watches whose thread had no state count under NP_MISS_NO_THREAD) */
 	uint64_t missed_why[NP_SHM_MISS_REASONS];
+	/* The session's clock, set before READY: enum np_clock_source, the
+	 * counter's rate (NP_CLOCK_TSC), why not the counter (NP_CLOCK_VDSO;
+	 * NUL-terminated) */
+	uint32_t clock;
+	uint32_t clock_reserved;
+	uint64_t clock_hz;
+	char clock_why[96];
 };
 
 enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };

@@ -99,7 +99,7 @@ static int await_ready(int fd)
 
 int main(int argc, char **argv)
 {
-	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 1, 16, 4096, 1, 0, 0};
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 1, 16, 4096, 1, 0, 0, 0};
 	struct np_msg_simple go = {.type = NP_MSG_GO};
 	char name[64], err[512];
 	int step = NSTEPS, ret = 0, lfd, fd;

@@ -45,7 +45,7 @@ static void setup(struct fixture *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->hello = (struct np_msg_hello){NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-					 NPROBES, 1, RING_BYTES, 1, 0, 0};
+					 NPROBES, 1, RING_BYTES, 1, 0, 0, 0};
 	uint32_t stride = np_ring_stride(NPROBES, RING_BYTES);
 	size_t size = np_shm_size(NPROBES, 1, stride);
 	f->fd = memfd_create("test-rings", 0);

@@ -176,7 +176,7 @@ static int serve_session(int lfd)
 	int fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		return -1;
-	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 0, 1, 4096, 1, 0, 0};
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 0, 1, 4096, 1, 0, 0, 0};
 	struct np_msg_simple go = {NP_MSG_GO, 0}, ready = {0, 0};
 	union {
 		struct cmsghdr c;

@@ -480,7 +480,8 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
 				 (uint32_t)set->n, nrings,
 				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1,
-				 o->script ? o->script->size : 0, hists ? (uint32_t)set->n : 0};
+				 o->script ? o->script->size : 0, hists ? (uint32_t)set->n : 0,
+				 NP_CLOCK_NONE};
 	session_script = o->script;
 	if (o->script) {
 		session_script_ring_extra = (o->script->thread_bytes + 4095) & ~4095ull;
