@@ -868,9 +868,10 @@ def trace_values_json():
     objs, other = parse_json_lines(out)
     R.eq(other, [], "every line is a JSON object", out)
     R.eq(len(objs), 7, "seven events (3 greet, 3 returns, 1 greet_ptr)", describe(p, out[:3000]))
-    keys_entry = {"type", "task", "pid", "tid", "cpu", "ts", "group", "event", "addr", "args"}
+    keys_entry = {"type", "task", "pid", "tid", "cpu", "ts", "group", "event", "addr", "args",
+                  "clock"}
     keys_ret = {"type", "task", "pid", "tid", "cpu", "ts", "group", "event", "ret", "func",
-                "args"}
+                "args", "clock"}
     for o in objs:
         want = keys_ret if o.get("event", "").endswith("__return") else keys_entry
         if not R.eq(set(o), want, f"fields of {o.get('event')}"):
@@ -1308,6 +1309,57 @@ def latency_says_why_returns_were_lost():
     R.check(m and 4 * n - 4 <= int(m.group(1)) <= 4 * n, f"about {4 * n} of them", describe(p))
     R.check("inside a handler" not in p.stderr and "while a handler" not in p.stderr
             and "could not track" not in p.stderr, "and no other reason", describe(p))
+
+
+def kernel_vouches_for_tsc():
+    """What src/arch/x86_64/runtime.c asks the kernel: its clocksource is
+    the TSC, which runs at a constant rate and does not stop."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            source = f.read().strip()
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return False
+    return source == "tsc" and "constant_tsc" in flags and "nonstop_tsc" in flags
+
+
+@case
+def latency_and_trace_name_their_clock():
+    # The agent reads CLOCK_MONOTONIC from the TSC where the kernel vouches
+    # for it, through the vDSO otherwise or when NANOPROBE_CLOCK=vdso asks;
+    # either way a call that sleeps 10 ms takes between 5 ms and 1 s (an
+    # order of magnitude, not a timing), and trace's time stamps fall
+    # within the test's own CLOCK_MONOTONIC reads around the command.
+    auto = "tsc" if kernel_vouches_for_tsc() else "vdso"
+    for env, want in (({}, auto), ({"NANOPROBE_CLOCK": "vdso"}, "vdso")):
+        label = f"NANOPROBE_CLOCK={env.get('NANOPROBE_CLOCK', '')}"
+        p = np("latency", "-j", "c:nanosleep", "--", "sleep", "0.01", env=dict(ENV, **env))
+        objs, other = parse_json_lines(p.stdout)
+        R.eq(p.returncode, 0, f"{label} latency: exits 0", describe(p))
+        R.eq(sorted({o.get("clock") for o in objs}), [want],
+             f"{label} latency -j: every line says the clock is {want}", describe(p))
+        stats = [o["data"] for o in objs if o.get("type") == "stats"]
+        R.check(len(stats) == 1 and stats[0]["count"] >= 1 and
+                5000000 <= stats[0]["min"] <= stats[0]["max"] <= 1000000000,
+                f"{label} latency: a 10 ms sleep reads between 5 ms and 1 s", describe(p))
+        p = np("latency", "c:nanosleep", "--", "sleep", "0.01", env=dict(ENV, **env))
+        R.check(re.search(rf"^Clock: {want}\b.*CLOCK_MONOTONIC", p.stderr, re.M),
+                f"{label} latency: the header names the clock", describe(p))
+        before = time.monotonic_ns()
+        p = np("trace", "-j", "work i=%di:u64", "--", COUNTER, 20, env=dict(ENV, **env))
+        after = time.monotonic_ns()
+        objs, other = parse_json_lines(p.stdout)
+        R.eq(p.returncode, 0, f"{label} trace: exits 0", describe(p))
+        R.eq(sorted({o.get("clock") for o in objs}), [want],
+             f"{label} trace -j: every event says the clock is {want}", describe(p))
+        ts = [round(o["ts"] * 1e9) for o in objs]
+        R.check(len(ts) == 20 and all(before - 1000000 <= t <= after + 1000000 for t in ts),
+                f"{label} trace: every time stamp is CLOCK_MONOTONIC, the test's own clock",
+                describe(p, f"test's clock: {before} .. {after}"))
+    p = np("trace", "work", "--", COUNTER, 3, env=dict(ENV, NANOPROBE_CLOCK="rdtsc"))
+    R.check(p.returncode == 1 and "NANOPROBE_CLOCK=rdtsc" in p.stderr and p.stdout == "",
+            "NANOPROBE_CLOCK=rdtsc: refused by name, before the program runs", describe(p))
 
 
 # --------------------------------------------------------------------------

@@ -96,6 +96,18 @@ def refused(defname, obj, why):
             json.dumps(obj))
 
 
+def clock_checked(defname, label, objs):
+    """Every line says its clock; the schema refuses one that does not, or
+    names a clock that is none of nanoprobe's."""
+    R.check(all(o.get("clock") in ("tsc", "vdso") for o in objs),
+            f"{label}: every line names its clock, tsc or vdso", objs)
+    o = copy.deepcopy(objs[0])
+    o.pop("clock", None)
+    refused(defname, o, "a line without its clock")
+    o["clock"] = "hpet"
+    refused(defname, o, "a clock that is not tsc, vdso or unknown")
+
+
 def broken_copies(defname, obj, open_ended=False):
     """The schema refuses a line with no type, an unknown field (unless
     the line is open-ended, as bench rows are), a wrong type: it describes
@@ -126,6 +138,7 @@ def trace_lines():
     R.check(any(o["args"].get("p") is None for o in objs if o["event"] == "greet_ptr"),
             "trace: a value that could not be read is null", objs)
     broken_copies("trace_line", objs[0])
+    clock_checked("trace_line", "trace", objs)
     o = copy.deepcopy(objs[0])
     o["args"]["name"] = [1]
     refused("trace_line", o, "a value that is neither number, string nor null")
@@ -149,9 +162,18 @@ def latency_lines():
         p = np("latency", "-j", *extra, "a_*", "short_one", "--", NAMES, 30)
         objs = check_lines(f"latency {' '.join(extra)}", p, "latency_line", {"hist", "stats"})
         broken_copies("latency_line", objs[0])
+        clock_checked("latency_line", f"latency {' '.join(extra)}", objs)
     p = np("latency", "-j", "-i", "0.2", "tick", "--", THREADS, 2, 300000)
     objs = check_lines("latency -i", p, "latency_line", {"hist", "stats"})
     R.check(all("time" in o for o in objs), "latency -i: every line has its time", objs)
+    # the vDSO, asked for: the same lines, and their clock says so
+    env = dict(T.ENV, NANOPROBE_CLOCK="vdso")
+    p = np("latency", "-j", "a_*", "--", NAMES, 3, env=env)
+    objs = check_lines("NANOPROBE_CLOCK=vdso latency", p, "latency_line", {"hist", "stats"})
+    R.eq({o.get("clock") for o in objs}, {"vdso"}, "NANOPROBE_CLOCK=vdso latency: clock vdso")
+    p = np("trace", "-j", "greet", "--", COUNTER, 3, env=env)
+    objs = check_lines("NANOPROBE_CLOCK=vdso trace", p, "trace_line", {"event"})
+    R.eq({o.get("clock") for o in objs}, {"vdso"}, "NANOPROBE_CLOCK=vdso trace: clock vdso")
 
 
 def hw_watchpoints():

@@ -329,8 +329,9 @@ def one_message_prefix():
                            (["run", "--map-keys", "0", "-e", "BEGIN { exit(); }"], "run"),
                            (["bench", "--threads", "0"], "bench")):
             p = np(*args)
+            # messages, not the program's lines nor the session's header
             own = [l for l in p.stderr.splitlines() if l and not l.startswith("counter: ")
-                   and not l.startswith(" ")]
+                   and not l.startswith(" ") and not l.startswith("Clock: ")]
             R.check(own and all(l.startswith(f"nanoprobe {verb}: ") for l in own),
                     f"{' '.join(map(str, args))}: "
                     f"'nanoprobe {verb}: ' on every message", describe(p))

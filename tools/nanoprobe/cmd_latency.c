@@ -159,6 +159,7 @@ static void json_head(const struct latency *l, const struct lrow *r, const char 
 	}
 	if (stamp)
 		fprintf(l->out, ",\"time\":\"%s\"", stamp);
+	fprintf(l->out, ",\"clock\":\"%s\"", session_clock_name());
 }
 
 static void print_json(const struct latency *l, const struct lrow *r, const char *stamp)
@@ -334,7 +335,8 @@ static const struct cli_opt *const latency_opts[] = {session_opts_common, sessio
 int cmd_latency(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "latency", .action = NP_ACT_LATENCY, .banner = true, .opts = latency_opts,
+		.name = "latency", .action = NP_ACT_LATENCY, .banner = true, .clock = true,
+		.opts = latency_opts,
 		.option = latency_option, .prepare = latency_prepare, .on_interval = on_interval,
 		.results = latency_results, .cleanup = latency_cleanup,
 	};

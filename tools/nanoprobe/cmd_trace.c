@@ -92,7 +92,7 @@ static void print_json(FILE *f, const struct event *ev, const char *comm)
 	else
 		fprintf(f, "\"addr\":\"0x%llx\",", (unsigned long long)ev->pc);
 	args_json(f, ev);
-	fputs("}\n", f);
+	fprintf(f, ",\"clock\":\"%s\"}\n", session_clock_name());
 }
 
 static void on_event(const struct event *ev, void *cookie)
@@ -147,7 +147,7 @@ static const struct cli_opt *const trace_opts[] = {session_opts_common, session_
 int cmd_trace(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "trace", .action = NP_ACT_EVENT, .opts = trace_opts,
+		.name = "trace", .action = NP_ACT_EVENT, .clock = true, .opts = trace_opts,
 		.option = trace_option, .prepare = trace_prepare, .on_event = on_event,
 		.cleanup = trace_cleanup,
 	};

@@ -295,7 +295,7 @@ static int open_output(struct session_opts *o)
 
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 {
-	struct session_opts o = {.verb = v->name};
+	struct session_opts o = {.verb = v->name, .show_clock = v->clock};
 	struct verb_call call = {v, &o, cookie};
 	struct probe_set set = {0};
 	struct spec *specs = NULL;

@@ -437,6 +437,77 @@ static int fail(const struct session_opts *o, const char *msg)
 	return 1;
 }
 
+/* --- the clock ------------------------------------------------------------ */
+
+/* NANOPROBE_CLOCK: the agent's choice (unset, "auto"), or the vDSO even
+ * where the agent would read the TSC ("vdso": to compare the two, or to
+ * rule the counter out). Into *out (HELLO's clock); -1 on a bad value. */
+static int clock_request(const struct session_opts *o, uint32_t *out)
+{
+	const char *env = getenv("NANOPROBE_CLOCK");
+	*out = NP_CLOCK_NONE;
+	if (!env || !*env || !strcmp(env, "auto"))
+		return 0;
+	if (!strcmp(env, "vdso")) {
+		*out = NP_CLOCK_VDSO;
+		return 0;
+	}
+	fprintf(stderr, "nanoprobe %s: NANOPROBE_CLOCK=%s: not auto or vdso\n", o->verb, env);
+	return -1;
+}
+
+static uint32_t clock_hello;
+
+/* How the agent read the time stamps (proto.h, np_shm_header.clock), as
+ * its last session said. */
+static struct {
+	unsigned source; /* enum np_clock_source; NONE when unknown */
+	uint64_t hz;     /* the TSC's measured rate */
+	char why[96];    /* why not the TSC, printable */
+	bool told;       /* the "Clock:" line is out */
+} clock_seen;
+
+/* What the agent says its clock is, taken apart from the memory it
+ * shares, which the program could have written: each byte read once, an
+ * unknown source "unknown", the reason printable text only. */
+static void note_clock(const struct session_opts *o, const struct np_shm_header *hdr)
+{
+	const volatile struct np_shm_header *v = hdr;
+	unsigned source = v->clock;
+	clock_seen.source = source == NP_CLOCK_TSC || source == NP_CLOCK_VDSO ? source
+									       : NP_CLOCK_NONE;
+	clock_seen.hz = v->clock_hz;
+	size_t n = 0;
+	for (char ch; n + 1 < sizeof(clock_seen.why) && n < sizeof(v->clock_why) &&
+		      (ch = v->clock_why[n]);
+	     n++)
+		clock_seen.why[n] = ch >= ' ' && ch < 127 ? ch : '?';
+	clock_seen.why[n] = 0;
+	if (clock_seen.told || !o->show_clock || o->json)
+		return;
+	clock_seen.told = true;
+	if (clock_seen.source == NP_CLOCK_TSC)
+		fprintf(stderr, "Clock: tsc at %.1f MHz, calibrated to CLOCK_MONOTONIC\n",
+			(double)clock_seen.hz / 1e6);
+	else if (clock_seen.source == NP_CLOCK_VDSO && clock_hello == NP_CLOCK_VDSO)
+		fprintf(stderr, "Clock: vdso clock_gettime(CLOCK_MONOTONIC), as NANOPROBE_CLOCK=vdso "
+				"asks\n");
+	else if (clock_seen.source == NP_CLOCK_VDSO)
+		fprintf(stderr, "Clock: vdso clock_gettime(CLOCK_MONOTONIC)%s%s\n",
+			clock_seen.why[0] ? ": " : "", clock_seen.why);
+	else
+		fprintf(stderr, "Clock: unknown: the agent did not say\n");
+}
+
+const char *session_clock_name(void)
+{
+	switch (clock_seen.source) {
+	case NP_CLOCK_TSC: return "tsc";
+	case NP_CLOCK_VDSO: return "vdso";
+	}
+	return "unknown";
+}
+
 /* One agent's session. *t holds what earlier images of the program counted
  * and receives this one's on top. */
 static int run_attached(const struct session_opts *o, struct control *c,
@@ -449,6 +520,8 @@ static int run_attached(const struct session_opts *o, struct control *c,
 		return fail(o, "out of memory");
 	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, t);
 	cons.ops = ops;
+	if (!rc)
+		note_clock(o, cons.shm);
 	if (rc) {
 		send_simple(c->fd, NP_MSG_DETACH);
 		totals_free(&scratch);
@@ -481,7 +554,7 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 				 (uint32_t)set->n, nrings,
 				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1,
 				 o->script ? o->script->size : 0, hists ? (uint32_t)set->n : 0,
-				 NP_CLOCK_NONE};
+				 clock_hello};
 	session_script = o->script;
 	if (o->script) {
 		session_script_ring_extra = (o->script->thread_bytes + 4095) & ~4095ull;
@@ -523,6 +596,10 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 	if (totals_init(t, set)) {
 		totals_free(t);
 		return fail(o, "out of memory");
+	}
+	if (clock_request(o, &clock_hello)) {
+		totals_free(t);
+		return 1;
 	}
 	int lfd = listen_abstract(name, sizeof(name));
 	int rc = lfd < 0 ? fail(o, "cannot open the control socket") : 0;

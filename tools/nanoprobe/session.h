@@ -35,6 +35,7 @@ struct session_opts {
 	/* run: the program the agent runs (src/agent/vm.h), and rings */
 	const struct np_vm_prog *script;
 	unsigned nrings;     /* 0: the verb's default */
+	bool show_clock;     /* a "Clock:" line on stderr once the agent says (not -j) */
 };
 
 /* One decoded event, copied out of shared memory and checked. */
@@ -77,6 +78,11 @@ struct session_ops {
 			  void *cookie);
 	void (*on_reap)(uint32_t ring, void *cookie);
 };
+
+/* How the agent read the time stamps (proto.h, np_shm_header.clock), as
+ * its last session said, for -j: "tsc", "vdso", or "unknown" (before any
+ * session, or when it said something else). */
+const char *session_clock_name(void);
 
 /* End the session as -d would (the program's exit() in a script). */
 void session_request_stop(void);
@@ -129,6 +135,7 @@ struct verb {
 	const char *name;
 	unsigned action;         /* enum np_action of its probes */
 	bool banner;             /* "Tracing N functions..." unless -j */
+	bool clock;              /* "Clock: ..." once the agent says, unless -j */
 	/* its option lists, NULL-terminated; what session_parse_opts does not
 	 * handle goes to option() */
 	const struct cli_opt *const *opts;
