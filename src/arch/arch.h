@@ -115,6 +115,45 @@ struct np_reg_use {
 	uint64_t written;
 };
 
+/* Where one argument of a USDT probe is at the probe's nop (src/arch/usdt.h):
+ * the compiler chose a register, memory or a constant. */
+enum np_usdt_kind {
+	NP_USDT_CONST = 1, /* the value is disp */
+	NP_USDT_REG,       /* register base, its bits from shift up */
+	NP_USDT_MEM,       /* size bytes at base + index * scale + disp */
+};
+#define NP_USDT_NOREG (-1)
+
+enum np_usdt_flag {
+	/* MEM: the address is relative to a symbol the note names (x86
+	 * gs(%rip), a non-PIC arr(,%rax,8)): its address is to be added */
+	NP_USDT_SYMBOL = 1u << 0,
+	/* MEM: the address is a vaddr of the probe's module (its symbol was
+	 * added): the module's load bias is to be added */
+	NP_USDT_MODREL = 1u << 1,
+	/* MEM: the address, module-relative, lies in a loadable segment of
+	 * the module (checked by whoever resolved the symbol): mapped while
+	 * the module's code runs */
+	NP_USDT_INMODULE = 1u << 2,
+};
+
+struct np_usdt_arg {
+	uint8_t kind;      /* enum np_usdt_kind */
+	uint8_t size;      /* the value's bytes: 1, 2, 4 or 8 */
+	uint8_t is_signed; /* sign-extended from size bytes, else zero-extended */
+	uint8_t scale;     /* MEM: the index's factor, 1, 2, 4 or 8 */
+	int8_t base;       /* REG, MEM: np_regs.gpr index or NP_USDT_NOREG */
+	int8_t index;      /* MEM: np_regs.gpr index or NP_USDT_NOREG */
+	uint8_t shift;     /* REG: the value's lowest bit (x86 %ah: 8) */
+	uint8_t flags;     /* enum np_usdt_flag */
+	int64_t disp;      /* MEM: added to the address; CONST: the value */
+};
+
+/* A part of an argument's text (a symbol's name), by offset and length. */
+struct np_usdt_span {
+	uint16_t off, len;
+};
+
 struct np_isa {
 	const char *name;     /* "x86_64", "arm64", "riscv64" */
 	unsigned jump_len;    /* bytes the JUMP patch writes */
@@ -216,6 +255,14 @@ struct np_isa {
 	 * kind says what the pad did to the state (enum np_landing_pad).
 	 * NULL: the ISA has none that matter. */
 	unsigned (*landing_pad)(const uint8_t *code, size_t avail);
+
+	/* The operand of one USDT argument, as the ISA's assembler wrote it
+	 * into a stapsdt note ("%edi" of "-4@%edi"): out's kind, base,
+	 * index, scale, shift, disp and flags; a symbol's place in text in
+	 * *sym. 0, or -EINVAL with a static reason in *why (src/arch/usdt.h
+	 * parses the rest). */
+	int (*usdt_operand)(const char *text, size_t len, struct np_usdt_arg *out,
+			    struct np_usdt_span *sym, const char **why);
 };
 
 /* What a landing pad at a function entry leaves behind. */

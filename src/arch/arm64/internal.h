@@ -194,6 +194,9 @@ int a64_format(const uint8_t *code, size_t avail, uint64_t pc, char *buf, size_t
 int a64_relocate(const struct np_reloc *r);
 int a64_relocate_via(const struct np_reloc *r, const struct np_reloc_scratch *s);
 int a64_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
+/* usdt.c: a USDT argument's operand (np_isa hook). */
+int a64_usdt_operand(const char *text, size_t len, struct np_usdt_arg *out,
+		     struct np_usdt_span *sym, const char **why);
 int a64_emit_jump_via(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint64_t scratch);
 bool a64_patch_needs_stop(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
 int a64_simulate(const struct np_insn *insn, struct np_regs *regs, const struct np_mem *mem);

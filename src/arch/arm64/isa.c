@@ -62,4 +62,5 @@ const struct np_isa np_isa_arm64 = {
 	/* never x18 (platform), x29 (the frame chain unwinders and profilers
 	 * walk at any moment), x30 (a leaf's return address), sp */
 	.scratch_ok = 0x1fffffffull & ~X(18),
+	.usdt_operand = a64_usdt_operand,
 };

@@ -150,6 +150,9 @@ int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct
 		      void (*found)(void *cookie, uint64_t target), void *cookie);
 bool rv_patch_needs_stop(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
 int rv_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
+/* usdt.c: a USDT argument's operand (np_isa hook). */
+int rv_usdt_operand(const char *text, size_t len, struct np_usdt_arg *out,
+		    struct np_usdt_span *sym, const char **why);
 uint64_t rv_pair_target(const uint8_t *code, size_t avail, uint64_t pc);
 
 #endif /* NP_ARCH_RISCV64_INTERNAL_H */

@@ -59,4 +59,5 @@ const struct np_isa np_isa_riscv64 = {
 	 * (millicode) and whatever hand-written code uses */
 	.millicode_link = 0xffffffffull & ~(X(0) | X(1)),
 	.scratch_ok = ~(X(0) | X(2) | X(3) | X(4)) & 0xffffffffull,
+	.usdt_operand = rv_usdt_operand,
 };

@@ -48,6 +48,10 @@ bool x86_writes(const struct x86_insn *x, ZydisRegister reg);
 /* vecscan.c: does the code at fn touch vector state? (np_isa hook) */
 int x86_vector_state_used(uint64_t fn, const struct np_mem *mem);
 
+/* usdt.c: a USDT argument's operand in AT&T syntax (np_isa hook). */
+int x86_usdt_operand(const char *text, size_t len, struct np_usdt_arg *out,
+		     struct np_usdt_span *sym, const char **why);
+
 /* Simulator kinds, the top 4 bits of np_insn.sim. */
 enum x86_sim_kind {
 	X86_SIM_NOP = 1,  /* every nop form and endbr64 */

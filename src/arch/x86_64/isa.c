@@ -49,4 +49,5 @@ const struct np_isa np_isa_x86_64 = {
 	.scratch_ok = 0xffffull & ~R(4), /* never rsp */
 	.watch_pc_after = true, /* a data breakpoint is a trap (SDM 17.3.1.2) */
 	.insn_length = x86_insn_length,
+	.usdt_operand = x86_usdt_operand,
 };
