@@ -37,6 +37,8 @@ CASES = [
     dict(name="sum_signed", prog="uretprobe:$P:negative { @s = sum((int64)retval); }", args="7"),
     dict(name="avg", prog="uprobe:$P:size { @a = avg(arg0); }"),
     dict(name="min_max", prog="uprobe:$P:size { @mn = min(arg0); @mx = max(arg0); }"),
+    # min and max compare signed, and bpftrace prints them signed, whatever the type
+    dict(name="min_max_negative", prog="uretprobe:$P:negative { @mn = min(retval); @mx = max(retval); @k[retval % 2] = min(retval); }", args="7"),
     dict(name="stats", prog="uprobe:$P:size { @st = stats(arg0); @k[arg0 % 2] = stats(arg0); }"),
     dict(name="hist", prog="uprobe:$P:size { @h = hist(arg0); }"),
     dict(name="hist_keyed", prog="uprobe:$P:size { @h[arg0 & 1] = hist(arg0); }"),

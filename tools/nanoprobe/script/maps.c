@@ -170,8 +170,7 @@ size_t map_rows(const struct script_rt *rt, int map, struct row **rows, void **b
 	bool int_value = m->kind == VM_MAP_VALUE && mi->value.t == T_INT;
 	sorting = (struct sort_ctx){rt, mi, m->kind == VM_MAP_AGG || int_value,
 				   m->kind == VM_MAP_AGG
-					   ? (m->agg == VM_AGG_SUM || m->agg == VM_AGG_MIN ||
-					      m->agg == VM_AGG_MAX ? mi->sum_signed
+					   ? (m->agg == VM_AGG_SUM ? mi->sum_signed
 								   : m->agg != VM_AGG_COUNT &&
 									     m->agg != VM_AGG_HIST &&
 									     m->agg != VM_AGG_LHIST)

@@ -311,9 +311,12 @@ static char *agg_text(struct script_rt *rt, const struct np_vm_map *m, const str
 	switch (m->agg) {
 	case VM_AGG_COUNT: return dupf("%llu", (unsigned long long)(w[0] / div));
 	case VM_AGG_SUM: case VM_AGG_MIN: case VM_AGG_MAX: {
+		/* min and max compare signed (vm.c), and bpftrace prints them
+		 * so whatever the type; a sum has its argument's sign */
 		uint64_t v = m->agg == VM_AGG_SUM ? w[0] : w[1];
-		return mi->sum_signed ? dupf("%lld", (long long)((int64_t)v / (int64_t)div))
-				      : dupf("%llu", (unsigned long long)(v / div));
+		return mi->sum_signed || m->agg != VM_AGG_SUM
+			       ? dupf("%lld", (long long)((int64_t)v / (int64_t)div))
+			       : dupf("%llu", (unsigned long long)(v / div));
 	}
 	case VM_AGG_AVG: return dupf("%lld", (long long)(avg / (int64_t)div));
 	case VM_AGG_STATS:
