@@ -142,6 +142,11 @@ struct np_msg_probe {
 	 * registers other than the arguments (a stack walk's frame pointer) */
 	uint8_t script_regs;
 	uint32_t block;
+	/* what the block's `probe` and `func` are: the lowest id of the probes
+	 * of the same name, of the same function, so that a map keyed by them
+	 * has one key per name (an entry and a return probe of one function
+	 * are one func) */
+	uint32_t probe_key, func_key;
 };
 
 struct np_msg_attached {

@@ -456,7 +456,8 @@ static uint64_t builtin(const struct np_vm_env *env, int32_t which)
 	case VM_B_CPU: { int c = np_cpu(); return c < 0 ? 0 : (uint64_t)c; }
 	case VM_B_UID: return env->uid;
 	case VM_B_GID: return env->gid;
-	case VM_B_PROBE: return env->probe;
+	case VM_B_PROBE: return env->probe_key;
+	case VM_B_FUNC: return env->func_key;
 	case VM_B_PC: return env->ctx ? np_ctx_pc(env->ctx) : 0;
 	}
 	return 0;

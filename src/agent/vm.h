@@ -110,8 +110,11 @@ static inline int np_vm_op_wide(unsigned op)
 
 enum np_vm_builtin {
 	VM_B_PID = 1, VM_B_TID, VM_B_NSECS, VM_B_ELAPSED, VM_B_CPU, VM_B_UID, VM_B_GID,
-	VM_B_PROBE, /* the probe's id: the command names it (func and probe) */
+	/* the probe, as the lowest id of the probes with its name (a USDT
+	 * probe has one per site): the command names it */
+	VM_B_PROBE,
 	VM_B_PC,
+	VM_B_FUNC, /* the probe's function, as the lowest id of a probe in it */
 	VM_B_NBUILTINS
 };
 

@@ -19,6 +19,7 @@ struct np_vm_env {
 	unsigned char *ring_data;
 	uint32_t ring_bytes;
 	uint32_t probe;                /* the probe's id, for its records */
+	uint32_t probe_key, func_key;  /* what `probe` and `func` are (np_msg_probe) */
 	uint64_t pid, uid, gid;
 	uint64_t start_ns;             /* elapsed counts from here */
 	uint64_t main_stack_end;       /* __libc_stack_end: the main stack's top */

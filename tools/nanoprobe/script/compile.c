@@ -269,7 +269,7 @@ static struct val gen_builtin(struct cg *g, struct node *n)
 	static const struct { const char *name; int b; } builtins[] = {
 		{"pid", VM_B_PID}, {"tid", VM_B_TID}, {"nsecs", VM_B_NSECS},
 		{"elapsed", VM_B_ELAPSED}, {"cpu", VM_B_CPU}, {"uid", VM_B_UID}, {"gid", VM_B_GID},
-		{"func", VM_B_PROBE}, {"probe", VM_B_PROBE},
+		{"func", VM_B_FUNC}, {"probe", VM_B_PROBE},
 	};
 	for (size_t i = 0; i < sizeof(builtins) / sizeof(*builtins); i++)
 		if (!strcmp(s, builtins[i].name)) {

@@ -117,7 +117,9 @@ static void run_here(struct run *r, const struct probe *pr)
 	struct np_vm_env env = {
 		.prog = r->comp.prog, .shared = r->rt.shared, .thread = r->rt.fold,
 		.ring = r->cmd_ring, .ring_data = r->cmd_data, .ring_bytes = CMD_RING_BYTES,
-		.probe = (uint32_t)(r->set.n + (size_t)pr->index), .pid = (uint64_t)getpid(),
+		.probe = (uint32_t)(r->set.n + (size_t)pr->index),
+		.probe_key = (uint32_t)(r->set.n + (size_t)pr->index),
+		.func_key = (uint32_t)(r->set.n + (size_t)pr->index), .pid = (uint64_t)getpid(),
 		.uid = (uint64_t)getuid(), .gid = (uint64_t)getgid(), .start_ns = r->start_ns,
 	};
 	np_vm_run(&env, (uint32_t)pr->index);
@@ -285,6 +287,57 @@ static int resolve_probes(struct run *r)
 		return fprintf(stderr, "nanoprobe run: %zu probes; at most %d\n", r->set.n,
 			       NP_REC_PAD - 1), 1;
 	return 0;
+}
+
+static char **sort_names; /* lowest_ids' qsort, on one thread */
+
+static const char *sorted_name(uint32_t i)
+{
+	return sort_names[i] ? sort_names[i] : "";
+}
+
+static int by_name_then_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(sorted_name(x), sorted_name(y));
+	return c ? c : x < y ? -1 : x > y;
+}
+
+/* The lowest id of a name in names[0..n), for each: what `probe` and
+ * `func` hold, so that two probes of one name are one map key. */
+static int lowest_ids(char **names, size_t n, uint32_t *out)
+{
+	uint32_t *order = malloc((n + 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	sort_names = names;
+	qsort(order, n, sizeof(*order), by_name_then_id);
+	for (size_t i = 0, first = 0; i < n; i++) {
+		if (i && strcmp(sorted_name(order[first]), sorted_name(order[i])))
+			first = i;
+		out[order[i]] = order[first];
+	}
+	free(order);
+	return 0;
+}
+
+static int assign_keys(struct run *r)
+{
+	uint32_t *pk = calloc(r->set.n + 1, sizeof(*pk)), *fk = calloc(r->set.n + 1, sizeof(*fk));
+	if (!pk || !fk) {
+		free(pk), free(fk);
+		return -ENOMEM;
+	}
+	int rc = lowest_ids(r->rt.probe_names, r->set.n, pk) ||
+		 lowest_ids(r->rt.func_names, r->set.n, fk) ? -ENOMEM : 0;
+	for (size_t i = 0; !rc && i < r->set.n; i++) {
+		r->set.p[i].m.probe_key = pk[i];
+		r->set.p[i].m.func_key = fk[i];
+	}
+	free(pk), free(fk);
+	return rc;
 }
 
 /* Names for the probes the command runs: after the resolved ones. */
@@ -569,7 +622,7 @@ static int prepare(struct run *r, int argc, char **argv, const char **file)
 		return rc;
 	if (script_compile(&r->prog, &co, &r->comp))
 		return 2;
-	if (name_own_probes(r))
+	if (name_own_probes(r) || assign_keys(r))
 		return 1;
 	r->rt.json = !strcmp(format, "json");
 	/* as -j for the other verbs: a program started with -- or -c writes
