@@ -100,8 +100,37 @@ static bool fetch_valid(const struct np_fetch *f)
 					  f->size == 8) && f->nderef <= NP_MAX_DEREF;
 }
 
+/* What the hit path evaluates without another check (vm.c, usdt_arg). */
+static bool usdt_arg_valid(const struct np_usdt_loc *a)
+{
+	bool reg_ok = a->base >= NP_UA_NOREG && a->base < NP_NGPR && a->index >= NP_UA_NOREG &&
+		      a->index < NP_NGPR;
+	bool size_ok = a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8;
+	bool scale_ok = a->scale == 1 || a->scale == 2 || a->scale == 4 || a->scale == 8;
+	unsigned known = NP_UA_MODREL | NP_UA_INMODULE;
+	return reg_ok && size_ok && (a->kind == NP_UA_CONST || a->kind == NP_UA_MEM ||
+				     (a->kind == NP_UA_REG && a->base >= 0 && a->shift < 64)) &&
+	       (a->kind != NP_UA_MEM || scale_ok) && !(a->flags & ~known) &&
+	       (!(a->flags & NP_UA_INMODULE) || (a->flags & NP_UA_MODREL));
+}
+
+static bool usdt_valid(const struct np_msg_probe *m)
+{
+	if (!m->usdt)
+		return !m->nusdt && !m->usdt_sema;
+	if (m->action != NP_ACT_SCRIPT || m->is_return || m->nusdt > NP_USDT_ARGS ||
+	    (m->usdt_sema & 1))
+		return false;
+	for (unsigned i = 0; i < m->nusdt; i++)
+		if (!usdt_arg_valid(&m->usdt_args[i]))
+			return false;
+	return true;
+}
+
 static bool probe_valid(const struct np_msg_probe *m, uint32_t want_id)
 {
+	if (!usdt_valid(m))
+		return false;
 	if (m->id != want_id || m->nargs > NP_MAX_ARGS || m->action < NP_ACT_COUNT ||
 	    m->action > NP_ACT_SCRIPT || m->strategy > NP_STRATEGY_TRAP)
 		return false;

@@ -21,6 +21,7 @@ struct aprobe {
 	bool reads_memory; /* a fetch dereferences: see handlers.c */
 	uint32_t max_record; /* np_rec_max: the room an event reserves */
 	uint64_t missed_before; /* np_probe_missed of its earlier attachments */
+	bool sema_raised; /* a USDT probe's semaphore is raised (modules.c) */
 };
 
 /* One session with a command. Set up by the control path, read by

@@ -66,6 +66,51 @@ static bool module_bias(uint64_t dev, uint64_t ino, uint64_t *bias)
 	return s.found;
 }
 
+/* --- USDT semaphores ------------------------------------------------------------ */
+
+/*
+ * A USDT probe with a semaphore runs its argument set-up and reaches its
+ * nop only while the 16-bit counter in its module's .probes section is not
+ * zero: raised by one for each placed probe at a site of it, lowered by one
+ * when the probe comes out, so that other tracers' counts (a kernel uprobe
+ * with a reference counter, another tool) stay theirs. The counter is
+ * written inside dl_iterate_phdr's callback, which holds the loader's lock:
+ * the module found there cannot be unmapped by a dlclose in another thread
+ * until the write is done, so the write never lands in memory that is no
+ * longer the module's.
+ */
+struct sema_op {
+	const struct aprobe *ap;
+	int delta;
+	bool done;
+};
+
+static int sema_in_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	struct sema_op *op = cookie;
+	struct module_scan s = {.dev = op->ap->m.dev, .ino = op->ap->m.ino};
+	if (!match_module(info, size, &s) || s.bias != op->ap->bias)
+		return 0;
+	uint16_t *sema = (uint16_t *)(uintptr_t)(op->ap->bias + op->ap->m.usdt_sema);
+	if (op->delta > 0)
+		__atomic_fetch_add(sema, 1, __ATOMIC_RELAXED);
+	else if (__atomic_load_n(sema, __ATOMIC_RELAXED)) /* never below zero */
+		__atomic_fetch_sub(sema, 1, __ATOMIC_RELAXED);
+	op->done = true;
+	return 1;
+}
+
+/* Raise (delta 1) or lower (-1) the semaphore of a placed USDT probe. */
+static void sema_adjust(struct aprobe *ap, int delta)
+{
+	if (!ap->m.usdt_sema || ap->sema_raised == (delta > 0))
+		return;
+	struct sema_op op = {.ap = ap, .delta = delta};
+	dl_iterate_phdr(sema_in_module, &op);
+	/* lowered, or its module gone with the count in it */
+	ap->sema_raised = delta > 0 && op.done;
+}
+
 static void attached_msg(const struct aprobe *ap, int err)
 {
 	struct np_msg_attached m = {.type = NP_MSG_ATTACHED, .id = ap->m.id, .err = err};
@@ -85,7 +130,8 @@ static void attached_msg(const struct aprobe *ap, int err)
 static unsigned probe_flags(const struct aprobe *ap)
 {
 	unsigned flags = NP_PROBE_NO_FPU; /* handlers.c is general-regs-only */
-	if (ap->m.vaddr != ap->m.func_vaddr || (ap->m.action == NP_ACT_SCRIPT && ap->m.script_regs))
+	if (ap->m.vaddr != ap->m.func_vaddr || (ap->m.action == NP_ACT_SCRIPT && ap->m.script_regs) ||
+	    ap->m.usdt) /* a USDT argument may be in any register */
 		return flags;
 	for (unsigned i = 0; i < ap->m.nargs; i++)
 		if (ap->m.args[i].base == NP_FB_REG)
@@ -127,7 +173,10 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 	ap->bias = bias;
 	ap->probe = np_probe_attach((void *)(uintptr_t)(bias + ap->m.vaddr), &o);
 	ap->state = ap->probe ? AP_ATTACHED : AP_FAILED;
-	attached_msg(ap, ap->probe ? 0 : -errno);
+	int err = ap->probe ? 0 : -errno;
+	if (ap->probe)
+		sema_adjust(ap, 1);
+	attached_msg(ap, err);
 }
 
 /* The ready probes in batches of np_probe_attach_many: a command that
@@ -166,6 +215,7 @@ static void attach_batch(struct aprobe **ready, const uint64_t *bias, size_t n)
 		ap->bias = bias[i];
 		ap->probe = p[i];
 		ap->state = AP_ATTACHED;
+		sema_adjust(ap, 1);
 		attached_msg(ap, 0);
 	}
 	free(o), free(op), free(addrs), free(p);
@@ -228,6 +278,7 @@ static void forget_unloaded(void)
 		ap->probe = NULL;
 		ap->watch = NULL;
 		ap->state = AP_PENDING;
+		ap->sema_raised = false; /* it went with the module */
 	}
 }
 
@@ -243,6 +294,7 @@ void np_agent_detach_all(void)
 	free(all);
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
+		sema_adjust(&np_agent.probes[i], -1);
 		if (ap->probe) {
 			np_probe_detach(ap->probe);
 			ap->missed_before += np_probe_missed(ap->probe);

@@ -92,6 +92,33 @@ struct np_fetch {
 	int64_t off[NP_MAX_DEREF];
 };
 
+/* A USDT argument as the agent reads it on a hit (vm.c): the ISA's parse
+ * of the note's text (src/arch/usdt.h, struct np_usdt_arg), with the
+ * address of the symbol it names resolved by the command. The value is a
+ * constant, a register, or size bytes at base + index * scale + disp. */
+#define NP_USDT_ARGS 12 /* <sys/sdt.h>'s most */
+#define NP_UA_NOREG (-1)
+
+enum np_usdt_kind_wire { NP_UA_CONST = 1, NP_UA_REG, NP_UA_MEM };
+
+enum np_usdt_loc_flag {
+	NP_UA_MODREL = 1u << 0,   /* MEM: disp is a vaddr of the module: add its load bias */
+	NP_UA_INMODULE = 1u << 1, /* MEM: inside a loadable segment of the module (the
+				   * command checked): mapped while its code runs */
+};
+
+struct np_usdt_loc {
+	uint8_t kind;      /* enum np_usdt_kind_wire */
+	uint8_t size;      /* 1, 2, 4 or 8 bytes */
+	uint8_t is_signed; /* sign-extended from size bytes, else zero-extended */
+	uint8_t scale;     /* MEM: 1, 2, 4 or 8 */
+	int8_t base;       /* REG, MEM: a register (np_regs.gpr) or NP_UA_NOREG */
+	int8_t index;      /* MEM: a register or NP_UA_NOREG */
+	uint8_t shift;     /* REG: the value's lowest bit (x86 %ah: 8) */
+	uint8_t flags;     /* enum np_usdt_loc_flag */
+	int64_t disp;      /* MEM: added to the address; CONST: the value */
+};
+
 struct np_msg_hello {
 	uint32_t type, magic, version;
 	uint32_t nprobes;
@@ -144,9 +171,16 @@ struct np_msg_probe {
 	uint32_t block;
 	/* what the block's `probe` and `func` are: the lowest id of the probes
 	 * of the same name, of the same function, so that a map keyed by them
-	 * has one key per name (an entry and a return probe of one function
-	 * are one func) */
+	 * has one key per name (a USDT probe at two sites is one probe) */
 	uint32_t probe_key, func_key;
+	/* NP_ACT_SCRIPT at a USDT probe's nop: its block's arg0.. are the
+	 * note's arguments, the first nusdt of them (what the block reads),
+	 * and usdt_sema, when not 0, is the vaddr in the module of its
+	 * semaphore, which the agent raises while the probe is placed */
+	uint8_t usdt;
+	uint8_t nusdt;
+	uint64_t usdt_sema;
+	struct np_usdt_loc usdt_args[NP_USDT_ARGS];
 };
 
 struct np_msg_attached {

@@ -13,12 +13,15 @@
 #if defined(__x86_64__)
 #define NP_SCRIPT_FP_REG "rbp"
 #define NP_SCRIPT_SARG_SKIP 1 /* the return address */
+#define NP_SCRIPT_RED_ZONE 128 /* the SysV ABI's, below sp */
 #elif defined(__aarch64__)
 #define NP_SCRIPT_FP_REG "x29"
 #define NP_SCRIPT_SARG_SKIP 0
+#define NP_SCRIPT_RED_ZONE 0
 #else
 #define NP_SCRIPT_FP_REG "s0"
 #define NP_SCRIPT_SARG_SKIP 0
+#define NP_SCRIPT_RED_ZONE 0
 #endif
 
 struct np_agent_script {

@@ -26,6 +26,9 @@ static void run_block(struct np_ctx *ctx, const struct aprobe *ap)
 		.main_stack_end = np_agent_script.main_stack_end, .fp_reg = np_agent_script.fp_reg,
 		.sarg_skip = NP_SCRIPT_SARG_SKIP,
 		.at_entry = !ap->m.is_return && ap->m.vaddr == ap->m.func_vaddr,
+		.red_zone = NP_SCRIPT_RED_ZONE,
+		.usdt = ap->m.usdt ? ap->m.usdt_args : NULL, .nusdt = ap->m.nusdt,
+		.bias = ap->bias,
 	};
 	np_vm_run(&env, ap->m.block);
 }

@@ -26,6 +26,12 @@ struct np_vm_env {
 	int fp_reg;                    /* the frame pointer's np_reg_lookup number */
 	uint32_t sarg_skip;            /* words above sp before the first stack argument */
 	uint8_t at_entry;              /* the probe is at a function's first instruction */
+	uint8_t red_zone;              /* bytes below sp the code may use (x86-64: 128) */
+	/* a USDT probe: its arguments (NULL for a uprobe, whose arg0.. are
+	 * the calling convention's), and its module's load bias */
+	const struct np_usdt_loc *usdt;
+	uint32_t nusdt;
+	uint64_t bias;
 };
 
 /* Run block `block`: 0 at its end, 1 when it called exit(), -1 for an

@@ -126,7 +126,9 @@ static int check_insn(const struct np_vm_prog *p, const struct np_vm_insn *in, u
 	case VM_BUILTIN:
 		return imm >= VM_B_PID && imm < VM_B_NBUILTINS ? 0
 			: refuse(why, len, "insn %u: bad builtin", at);
-	case VM_ARG: return imm >= 0 && imm < 6 ? 0 : refuse(why, len, "insn %u: bad argument", at);
+	case VM_ARG: /* a uprobe's arg0..arg5, a USDT probe's arg0..arg11 */
+		return imm >= 0 && imm < NP_USDT_ARGS ? 0
+							  : refuse(why, len, "insn %u: bad argument", at);
 	case VM_SARG: return imm >= 0 && imm < 1024 ? 0 : refuse(why, len, "insn %u: bad argument", at);
 	case VM_LDS: case VM_STS:
 		return imm >= 0 && within((uint64_t)imm, 8, s) ? 0

@@ -128,13 +128,6 @@ enum np_usdt_flag {
 	/* MEM: the address is relative to a symbol the note names (x86
 	 * gs(%rip), a non-PIC arr(,%rax,8)): its address is to be added */
 	NP_USDT_SYMBOL = 1u << 0,
-	/* MEM: the address is a vaddr of the probe's module (its symbol was
-	 * added): the module's load bias is to be added */
-	NP_USDT_MODREL = 1u << 1,
-	/* MEM: the address, module-relative, lies in a loadable segment of
-	 * the module (checked by whoever resolved the symbol): mapped while
-	 * the module's code runs */
-	NP_USDT_INMODULE = 1u << 2,
 };
 
 struct np_usdt_arg {
@@ -148,6 +141,9 @@ struct np_usdt_arg {
 	uint8_t flags;     /* enum np_usdt_flag */
 	int64_t disp;      /* MEM: added to the address; CONST: the value */
 };
+
+/* stapsdt's limit: <sys/sdt.h> has macros for up to 12 arguments. */
+#define NP_USDT_MAX_ARGS 12
 
 /* A part of an argument's text (a symbol's name), by offset and length. */
 struct np_usdt_span {

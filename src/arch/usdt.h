@@ -27,9 +27,6 @@
 
 #include "arch/arch.h"
 
-/* stapsdt's limit: <sys/sdt.h> has macros for up to 12 arguments. */
-#define NP_USDT_MAX_ARGS 12
-
 /* One argument: "[-]SIZE@OPERAND", text[0..len). 0 and *out (a symbol's
  * place in text in *sym when out->flags has NP_USDT_SYMBOL), or -EINVAL with
  * a static reason in *why. */
