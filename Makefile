@@ -16,6 +16,8 @@ DEB_PKGS += scdoc man-db groff-base python3-jsonschema bash-completion zsh
 DEB_PKGS += libc6-dbg
 # nanoprobe run's differential suite runs bpftrace itself (tests/cli/test_scripts.py)
 DEB_PKGS += bpftrace
+# <sys/sdt.h>: the USDT probes of the program tests/cli/test_usdt.py traces
+DEB_PKGS += systemtap-sdt-dev
 # a busy server for -p sessions (tests/cli/test_busy_server.py)
 DEB_PKGS += redis-server redis-tools
 # the differential corpus (tests/reliability/corpus.py): dpkg-source unpacks

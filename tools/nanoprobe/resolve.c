@@ -140,7 +140,7 @@ static int resolve_args(struct rprobe *r, const struct spec *s, const struct np_
  * into __memmove_*, whose entry other code calls. The symbol tables the
  * command reads (debug files included) know more entries than the
  * engine, which sees only the file's own .dynsym in a stripped library. */
-static uint64_t displaceable_size(const struct np_symtab *st, const struct np_sym *fn)
+uint64_t resolve_func_size(const struct np_symtab *st, const struct np_sym *fn)
 {
 	uint64_t next = np_symtab_limit(st, fn);
 	return next > fn->addr && next - fn->addr < fn->size ? next - fn->addr : fn->size;
@@ -164,7 +164,7 @@ static int fill_probe(struct probe_set *set, const struct spec *s, const struct 
 		/* C++: the whole signature tells overloads apart */
 		snprintf(r->func, sizeof(r->func), "%s", fn->demangled ? fn->demangled : fn->name);
 		r->m.func_vaddr = fn->addr;
-		r->m.func_size = displaceable_size(st, fn);
+		r->m.func_size = resolve_func_size(st, fn);
 	}
 	name_probe(r, s, st->path, !fn ? "" : fn->short_name ? fn->short_name : fn->name);
 	return resolve_args(r, s, st, err, errlen);
@@ -295,24 +295,22 @@ static int from_needed(const char *file, const struct spec *s, pid_t pid, char *
 	return -ENOENT;
 }
 
-/* The file a spec names: the traced program, or a file, a program (a
- * script followed to the ELF file it runs) or a library. */
-static int spec_file(const struct spec *s, pid_t pid, const char *main_path, char *path,
-		     size_t len, char *err, size_t errlen)
+int resolve_spec_file(const char *name, pid_t pid, const char *main_path, char *path,
+		      size_t len, char *err, size_t errlen)
 {
 	static char noted[NP_PATH_MAX];
 	char note[1024];
 	const char *main_base = strrchr(main_path, '/');
 	main_base = main_base ? main_base + 1 : main_path;
 	/* the program itself may be named by its file name: 'app:fn' -- ./app */
-	if (!s->path[0] || !strcmp(s->path, main_base))
+	if (!name[0] || !strcmp(name, main_base))
 		return snprintf(path, len, "%s", main_path) >= (int)len ? -ENAMETOOLONG : 0;
 	/* a library: the one the program loads, maybe its own (DT_RUNPATH) */
-	if (np_is_lib_name(s->path))
-		return np_resolve_library(s->path, main_path, pid, path, len, err, errlen);
-	int rc = np_resolve_program(s->path, pid, path, len, note, sizeof(note), err, errlen);
-	if (!rc && note[0] && strcmp(noted, s->path)) { /* once per name */
-		snprintf(noted, sizeof(noted), "%s", s->path);
+	if (np_is_lib_name(name))
+		return np_resolve_library(name, main_path, pid, path, len, err, errlen);
+	int rc = np_resolve_program(name, pid, path, len, note, sizeof(note), err, errlen);
+	if (!rc && note[0] && strcmp(noted, name)) { /* once per name */
+		snprintf(noted, sizeof(noted), "%s", name);
 		cli_error("%s", note);
 	}
 	return rc;
@@ -324,7 +322,7 @@ int resolve_spec(struct probe_set *set, const struct spec *s, pid_t pid, const c
 	char path[NP_PATH_MAX], dep[NP_PATH_MAX];
 	const struct np_symtab *st, *dep_st;
 	struct stat file, dep_file;
-	int rc = spec_file(s, pid, main_path, path, sizeof(path), err, errlen);
+	int rc = resolve_spec_file(s->path, pid, main_path, path, sizeof(path), err, errlen);
 	if (rc)
 		return rc;
 	if (stat(path, &file)) {

@@ -72,8 +72,9 @@ struct attach {
 	enum probe_kind kind;
 	struct loc loc;
 	char *text;   /* as written */
-	char *target; /* uprobe: the path as written ("" when none) */
-	char *func;   /* uprobe: the function or glob */
+	char *target; /* uprobe, usdt: the path as written ("" when none) */
+	char *func;   /* uprobe: the function or glob; usdt: the name or glob */
+	char *provider; /* usdt: the provider or glob, NULL when not given */
 	uint64_t offset;
 	uint64_t period_ns; /* interval */
 	struct attach *next;
@@ -95,6 +96,7 @@ struct probe {
 	int nvars;
 	int index;
 	bool uses_ustack; /* reads the frame pointer */
+	int max_arg;      /* the highest argN it reads, -1: none (check.c) */
 	struct probe *next;
 };
 

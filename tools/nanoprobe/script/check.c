@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent/vm.h"
+#include "arch/arch.h" /* NP_USDT_MAX_ARGS */
 #include "ast.h"
 #include "format.h"
 
@@ -79,7 +80,10 @@ static bool probe_all(const struct probe *pr, bool (*ok)(enum probe_kind))
 
 static bool is_entry(enum probe_kind k) { return k == PK_UPROBE; }
 static bool is_return(enum probe_kind k) { return k == PK_URETPROBE; }
-static bool is_hit(enum probe_kind k) { return k == PK_UPROBE || k == PK_URETPROBE; }
+static bool is_uprobe(enum probe_kind k) { return k == PK_UPROBE || k == PK_URETPROBE; }
+static bool is_hit(enum probe_kind k) { return is_uprobe(k) || k == PK_USDT; }
+static bool has_args(enum probe_kind k) { return k == PK_UPROBE || k == PK_USDT; }
+static bool is_usdt(enum probe_kind k) { return k == PK_USDT; }
 
 static const char *first_kind(const struct probe *pr)
 {
@@ -124,7 +128,7 @@ static int builtin(struct checker *c, struct node *n)
 	}
 	if (!strcmp(s, "func")) {
 		n->type.t = T_FUNC;
-		if (!probe_all(pr, is_hit))
+		if (!probe_all(pr, is_uprobe))
 			return fail(c, n->loc, "The func builtin can not be used with '%s' probes",
 				    first_kind(pr), NULL);
 		return 0;
@@ -153,14 +157,23 @@ static int builtin(struct checker *c, struct node *n)
 		if (*digits && !*end && i >= 0) {
 			n->type = T_U64;
 			n->ival = i;
-			if (arg && i > 5)
+			/* a USDT probe's arguments are its note's, up to 12; a
+			 * uprobe's the calling convention's registers */
+			if (arg && probe_all(pr, is_usdt)) {
+				if (i >= NP_USDT_MAX_ARGS)
+					return fail(c, n->loc, "%s: a USDT probe has at most 12 "
+							       "arguments (arg0..arg11)%s", s, "");
+			} else if (arg && i > 5) {
 				return fail(c, n->loc, "%s: only arg0..arg5 are in registers (use sargN for "
 						       "arguments on the stack)%s", s, "");
+			}
 			if (sarg && i > 1000)
 				return fail(c, n->loc, "%s: too far up the stack%s", s, "");
-			if (!probe_all(pr, is_entry))
-				return fail(c, n->loc, "The %s builtin can only be used with 'uprobe' probes",
-					    s, NULL);
+			if (!probe_all(pr, arg ? has_args : is_entry))
+				return fail(c, n->loc, "The %s builtin can only be used with %s probes",
+					    s, arg ? "'uprobe' and 'usdt'" : "'uprobe'");
+			if (arg && i > pr->max_arg)
+				pr->max_arg = (int)i;
 			return 0;
 		}
 	}
@@ -679,6 +692,7 @@ static int check_stmts(struct checker *c, struct node *s)
 static int check_probe(struct checker *c, struct probe *pr)
 {
 	c->pr = pr;
+	pr->max_arg = -1;
 	/* variables are per probe and typed by their first assignment in order */
 	free(pr->vars);
 	pr->vars = NULL;

@@ -611,6 +611,20 @@ static int parse_uprobe_func(struct parser *ps, struct attach *a, char *func)
 	return 0;
 }
 
+/* usdt:PATH:NAME or usdt:PATH:PROVIDER:NAME, as bpftrace; globs allowed */
+static int parse_usdt(struct parser *ps, struct attach *a, char **parts, int n)
+{
+	if ((n != 3 && n != 4) || !parts[n - 1][0] || (n == 4 && !parts[2][0])) {
+		script_error(ps->p, a->loc, "usdt probe must be usdt:PATH:[PROVIDER:]NAME, not %s",
+			     a->text);
+		return -1;
+	}
+	a->target = parts[1];
+	a->provider = n == 4 ? parts[2] : NULL;
+	a->func = parts[n - 1];
+	return 0;
+}
+
 static int parse_attach(struct parser *ps, const struct token *t, struct attach *a)
 {
 	char *parts[8];
@@ -637,8 +651,7 @@ static int parse_attach(struct parser *ps, const struct token *t, struct attach 
 		case PK_INTERVAL:
 			return parse_interval(ps, a, parts, n);
 		case PK_USDT:
-			script_error(ps->p, t->loc, "usdt probes are not supported yet");
-			return -1;
+			return parse_usdt(ps, a, parts, n);
 		default: /* uprobe:[PATH:]FUNC; a C++ name's colons are quoted */
 			if (n == 2) {
 				a->target = "";

@@ -14,7 +14,7 @@
  * them, runs BEGIN, END and interval blocks itself with the same
  * interpreter, and prints what the records ask for as bpftrace would.
  *
- * A program with no uprobe (only BEGIN, END, interval) runs here alone,
+ * A program with no probe in a process (only BEGIN, END, interval) runs here alone,
  * as bpftrace runs it, with no process.
  */
 #include <errno.h>
@@ -33,6 +33,7 @@
 #include "inject.h"
 #include "runtime.h"
 #include "session.h"
+#include "usdt.h"
 
 #define CMD_RING_BYTES (1u << 20)
 #define RUN_RINGS 256
@@ -232,12 +233,23 @@ static int add_names(struct run *r, size_t from, const struct attach *a)
 		if (!pn || !fn)
 			return -ENOMEM;
 		const char *func = p->func[0] ? p->func : p->event;
-		if (asprintf(&pn[i], "%s:%s:%s", a->kind == PK_URETPROBE ? "uretprobe" : "uprobe",
-			     a->target[0] ? a->target : r->main_path, func) < 0)
+		const char *target = a->target[0] ? a->target : r->main_path;
+		int w = a->kind == PK_USDT /* its group is sdt_PROVIDER */
+				? asprintf(&pn[i], "usdt:%s:%s:%s", target, p->group + 4, p->event)
+				: asprintf(&pn[i], "%s:%s:%s",
+					   a->kind == PK_URETPROBE ? "uretprobe" : "uprobe", target,
+					   func);
+		if (w < 0)
 			pn[i] = NULL;
 		fn[i] = strdup(func);
 	}
 	return 0;
+}
+
+/* Attach points in the traced process: uprobes, uretprobes, usdt. */
+static bool in_process(enum probe_kind k)
+{
+	return k == PK_UPROBE || k == PK_URETPROBE || k == PK_USDT;
 }
 
 static size_t count_uprobes(const struct program *p)
@@ -245,8 +257,30 @@ static size_t count_uprobes(const struct program *p)
 	size_t n = 0;
 	for (struct probe *pr = p->probes; pr; pr = pr->next)
 		for (struct attach *a = pr->attach; a; a = a->next)
-			n += a->kind == PK_UPROBE || a->kind == PK_URETPROBE;
+			n += in_process(a->kind);
 	return n;
+}
+
+static int resolve_uprobe(struct run *r, const struct attach *a, const char *main_path,
+			  char *err, size_t errlen)
+{
+	struct spec *s = &r->specs[r->nspecs++];
+	s->text = a->text;
+	s->is_return = a->kind == PK_URETPROBE;
+	snprintf(s->path, sizeof(s->path), "%s", a->target);
+	snprintf(s->symbol, sizeof(s->symbol), "%s", a->func);
+	s->offset = a->offset;
+	return resolve_spec(&r->set, s, r->o.pid, main_path, NP_ACT_SCRIPT, err, errlen);
+}
+
+static int resolve_one(struct run *r, const struct probe *pr, const struct attach *a,
+		       const char *main_path, char *err, size_t errlen)
+{
+	if (a->kind != PK_USDT)
+		return resolve_uprobe(r, a, main_path, err, errlen);
+	struct usdt_spec u = {.text = a->text, .path = a->target, .provider = a->provider,
+			      .name = a->func, .max_arg = pr->max_arg};
+	return resolve_usdt(&r->set, &u, r->o.pid, main_path, NP_ACT_SCRIPT, err, errlen);
 }
 
 static int resolve_probes(struct run *r)
@@ -262,16 +296,10 @@ static int resolve_probes(struct run *r)
 		return 1;
 	for (struct probe *pr = r->prog.probes; pr; pr = pr->next)
 		for (struct attach *a = pr->attach; a; a = a->next) {
-			if (a->kind != PK_UPROBE && a->kind != PK_URETPROBE)
+			if (!in_process(a->kind))
 				continue;
-			struct spec *s = &r->specs[r->nspecs++];
-			s->text = a->text;
-			s->is_return = a->kind == PK_URETPROBE;
-			snprintf(s->path, sizeof(s->path), "%s", a->target);
-			snprintf(s->symbol, sizeof(s->symbol), "%s", a->func);
-			s->offset = a->offset;
 			size_t before = r->set.n;
-			if (resolve_spec(&r->set, s, r->o.pid, main_path, NP_ACT_SCRIPT, err, sizeof(err))) {
+			if (resolve_one(r, pr, a, main_path, err, sizeof(err))) {
 				fprintf(stderr, "nanoprobe run: %s: %s\n", a->text, err);
 				return 1;
 			}
@@ -696,7 +724,7 @@ int cmd_run(int argc, char **argv)
 	if (!rc)
 		rc = setup_runtime(&r);
 	if (!rc) {
-		attached(&r, r.set.n + own_probes(&r.prog));
+		attached(&r, r.set.n + own_probes(&r.prog)); /* a USDT probe's sites each count */
 		if (!r.set.n) {
 			run_alone(&r);
 			finish(&r);
@@ -718,7 +746,7 @@ int cmd_run(int argc, char **argv)
 const struct cli_verb verb_run = {
 	"run", cmd_run,
 	"run [OPTIONS] {-e PROGRAM | FILE} [-p PID | -c CMD | -- CMD [ARGS...]]",
-	"a bpftrace program (uprobe, uretprobe, BEGIN, END, interval)",
+	"a bpftrace program (uprobe, uretprobe, usdt, BEGIN, END, interval)",
 	"A program with no uprobe (only BEGIN, END, interval) needs no process.\n"
 	"-f json prints bpftrace's JSON lines ({\"type\": \"map\", \"data\": ...}), not the\n"
 	"envelope of the other verbs (docs/scripts.md).\n",
