@@ -204,15 +204,27 @@ class Serve:
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                   env=ENV, start_new_session=True)
         self.pid = self.p.pid
+        self.buf = b""
         assert self.ask(None) == "ready"
 
     def ask(self, line):
+        """Its answer, read with os.read: a buffered reader may hold lines
+        that select() then does not see."""
         if line is not None:
             self.p.stdin.write(line + "\n")
             self.p.stdin.flush()
-        if not select.select([self.p.stdout], [], [], TIMEOUT)[0]:
-            return None
-        return self.p.stdout.readline().strip()
+        fd = self.p.stdout.fileno()
+        deadline = time.monotonic() + TIMEOUT
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self.buf += chunk
+        answer, self.buf = self.buf.split(b"\n", 1)
+        return answer.decode().strip()
 
     def close(self):
         self.p.stdin.close()
