@@ -31,6 +31,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -75,7 +76,7 @@ static bool peer_trusted(int fd)
 	       (cred.uid == geteuid() || cred.uid == 0);
 }
 
-static int connect_to(const char *name)
+int np_agent_connect(const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	size_t n = strnlen(name, sizeof(a.sun_path) - 1);
@@ -151,7 +152,27 @@ static bool hello_valid(const struct np_msg_hello *h)
 	       h->nrings <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (64u << 20) &&
 	       !(h->ring_bytes & (h->ring_bytes - 1)) && h->hist_unit &&
 	       (!h->hists || (h->hists == h->nprobes && !h->script_len)) &&
-	       (h->clock == NP_CLOCK_NONE || h->clock == NP_CLOCK_VDSO);
+	       (h->clock == NP_CLOCK_NONE || h->clock == NP_CLOCK_VDSO) &&
+	       !(h->flags & ~(NP_HELLO_SHM_GIVEN | NP_HELLO_FOLLOW));
+}
+
+/* A message and the descriptor that may come with it (-1: none). */
+static ssize_t recv_fd(int fd, void *buf, size_t len, int *got)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} c;
+	struct iovec iov = {buf, len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+			     .msg_controllen = sizeof(c.buf)};
+	ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	*got = -1;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(got, CMSG_DATA(cm), sizeof(int));
+	return n;
 }
 
 static bool reads_memory(const struct np_msg_probe *m)
@@ -163,11 +184,15 @@ static bool reads_memory(const struct np_msg_probe *m)
 	return false;
 }
 
-/* HELLO, then PROBE x nprobes, then GO. */
-static int receive_probes(int fd, struct np_msg_hello *h)
+/* HELLO (the shared memory with it, in *shm_fd, when given), then PROBE x
+ * nprobes, then GO. */
+static int receive_probes(int fd, struct np_msg_hello *h, int *shm_fd)
 {
-	if (recv(fd, h, sizeof(*h), 0) != sizeof(*h) || !hello_valid(h))
+	if (recv_fd(fd, h, sizeof(*h), shm_fd) != sizeof(*h) || !hello_valid(h) ||
+	    (h->flags & NP_HELLO_SHM_GIVEN) != (*shm_fd >= 0 ? NP_HELLO_SHM_GIVEN : 0))
 		return -EPROTO;
+	*shm_fd = np_fd_move_high(*shm_fd);
+	np_agent.follow = h->flags & NP_HELLO_FOLLOW;
 	if (h->script_len) {
 		int err = np_agent_script_receive(fd, h->script_len);
 		if (err)
@@ -193,7 +218,24 @@ static int receive_probes(int fd, struct np_msg_hello *h)
 	return 0;
 }
 
-static int shm_create(const struct np_msg_hello *h)
+/* The given memory is what this session's HELLO describes: the header the
+ * first agent wrote, sizes that fit the file. */
+static bool shm_fits(const struct np_shm_header *hdr, const struct np_msg_hello *h,
+		     uint32_t stride, size_t size, const struct stat *st)
+{
+	return (uint64_t)st->st_size >= size && hdr->magic == NP_PROTO_MAGIC &&
+	       hdr->version == NP_PROTO_VERSION && hdr->nprobes == h->nprobes &&
+	       hdr->nrings == h->nrings && hdr->ring_bytes == h->ring_bytes &&
+	       hdr->ring_stride == stride &&
+	       (!np_agent_script.prog ||
+		(hdr->ring_extra == np_agent_script.ring_extra &&
+		 hdr->script_off == np_shm_size(h->nprobes, h->nrings, stride) &&
+		 hdr->script_bytes == np_agent_script.shared_bytes));
+}
+
+/* The session's shared memory: made here (the tree's first agent), or the
+ * one another agent made, given with HELLO (given_fd >= 0). */
+static int shm_setup(const struct np_msg_hello *h, int given_fd)
 {
 	uint64_t extra = h->hists ? np_ring_hists_size(h->hists) : np_agent_script.ring_extra;
 	uint64_t wide = np_ring_stride_extra(h->nprobes, h->ring_bytes, extra);
@@ -201,34 +243,44 @@ static int shm_create(const struct np_msg_hello *h)
 		return -E2BIG;
 	uint32_t stride = (uint32_t)wide;
 	size_t size = np_shm_size(h->nprobes, h->nrings, stride) + np_agent_script.shared_bytes;
-	int fd = np_fd_move_high(memfd_create("nanoprobe-rings", MFD_CLOEXEC));
+	int fd = given_fd >= 0 ? given_fd : np_fd_move_high(memfd_create("nanoprobe-rings",
+									 MFD_CLOEXEC));
+	struct stat st;
 	if (fd < 0)
 		return -errno;
 	void *p = MAP_FAILED;
-	if (ftruncate(fd, (off_t)size) == 0)
+	if (given_fd >= 0 ? fstat(fd, &st) == 0 && (uint64_t)st.st_size >= size
+			  : ftruncate(fd, (off_t)size) == 0)
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
-		int err = -errno;
+		int err = given_fd >= 0 ? -EPROTO : -errno;
 		close(fd);
 		return err;
 	}
 	struct np_shm_header *hdr = p;
-	*hdr = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
-				      .nprobes = h->nprobes, .nrings = h->nrings,
-				      .ring_bytes = h->ring_bytes, .ring_stride = stride,
-				      .ring_extra = h->hists ? extra : 0};
+	if (given_fd >= 0 && !shm_fits(hdr, h, stride, size, &st)) {
+		munmap(p, size);
+		close(fd);
+		return -EPROTO;
+	}
+	if (given_fd < 0)
+		*hdr = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
+					      .nprobes = h->nprobes, .nrings = h->nrings,
+					      .ring_bytes = h->ring_bytes, .ring_stride = stride,
+					      .ring_extra = h->hists ? extra : 0,
+					      .start_ns = np_clock_ns()};
 	/* where each ring's histograms are, for the hit path (0: none) */
 	np_agent.hist_off = h->hists ? np_ring_base_size(h->nprobes, h->ring_bytes) : 0;
 	np_agent_script_bind(hdr);
 	np_agent.shm_fd = fd;
 	np_agent.shm_size = size;
-	for (int r = 0; r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++)
-		np_agent.why_base[r] = np_missed_by((enum np_miss_reason)r);
+	np_agent_missed_baseline();
 	__atomic_store_n(&np_agent.shm, hdr, __ATOMIC_RELEASE);
 	return 0;
 }
 
-static int send_ready(int fd, int pending)
+/* READY, with the shared memory when this agent made it. */
+static int send_ready(int fd, int pending, bool made)
 {
 	struct np_msg_simple m = {.type = NP_MSG_READY, .pending = (uint32_t)pending};
 	struct iovec iov = {&m, sizeof(m)};
@@ -237,7 +289,9 @@ static int send_ready(int fd, int pending)
 		char buf[CMSG_SPACE(sizeof(int))];
 	} c = {0};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-			     .msg_controllen = sizeof(c.buf)};
+			     .msg_controllen = made ? sizeof(c.buf) : 0};
+	if (!made)
+		return sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -249,6 +303,7 @@ static int send_ready(int fd, int pending)
 static void session_end(void)
 {
 	set_state(SESSION_ENDING);
+	np_agent_unhook_exec();
 	np_agent_unhook_dlopen();
 	pthread_mutex_lock(&np_agent.lock);
 	np_agent_detach_all(); /* no handler runs after this */
@@ -325,17 +380,26 @@ static void clock_settle(struct np_shm_header *hdr)
 	snprintf(hdr->clock_why, sizeof(hdr->clock_why), "%s", c.why);
 }
 
-/* Receive the probes, place those whose modules are mapped, say READY.
- * A command that goes away meanwhile ends the placing early (modules.c):
- * the session is then over, and its probes come out again. */
+/* Say who joins, receive the probes, place those whose modules are
+ * mapped, say READY. A command that goes away meanwhile ends the placing
+ * early (modules.c): the session is then over, and its probes come out
+ * again. */
 static int session_setup(int fd)
 {
 	struct np_msg_hello h;
+	struct np_msg_join j = {NP_MSG_JOIN, NP_JOIN_IMAGE, (int32_t)getpid(), (int32_t)getppid(),
+				""};
+	int given = -1;
+	np_agent_exe(j.exe, sizeof(j.exe));
 	__atomic_store_n(&np_agent.sock, fd, __ATOMIC_RELEASE);
 	np_set_log_fn(capture_log, NULL);
-	int err = receive_probes(fd, &h);
+	int err = send(fd, &j, sizeof(j), MSG_NOSIGNAL) == sizeof(j) ? 0 : -EPIPE;
 	if (!err)
-		err = shm_create(&h);
+		err = receive_probes(fd, &h, &given);
+	if (!err)
+		err = shm_setup(&h, given);
+	else if (given >= 0)
+		close(given);
 	if (err)
 		return err;
 	np_agent.wake_fd = np_fd_move_high(eventfd(0, EFD_CLOEXEC));
@@ -351,10 +415,13 @@ static int session_setup(int fd)
 	pthread_mutex_unlock(&np_agent.lock);
 	if (np_agent_cancelled())
 		return -ECANCELED;
-	if (np_agent.timed)
+	if (np_agent.timed && given < 0) /* the header is the tree's: its maker's clock */
 		clock_settle(np_agent.shm);
+	else if (np_agent.timed)
+		np_clock_settle();
 	np_agent_hook_dlopen(); /* without it, later modules are just missed */
-	return send_ready(fd, pending);
+	np_agent_hook_exec();   /* without it, an untraced exec'd program goes unsaid */
+	return send_ready(fd, pending, given < 0);
 }
 
 /* A preloaded program waits in the constructor until the command has seen
@@ -400,11 +467,12 @@ static void housekeeping(void)
 	pthread_mutex_unlock(&np_agent.lock);
 }
 
-/* Until DETACH or the command goes away: serve dlopen handlers too. */
-static void session_serve(void)
+/* Until DETACH or the command goes away (or never came: a forked child's
+ * connection that failed): serve dlopen handlers too. */
+void np_agent_serve(void)
 {
 	struct pollfd fds[2] = {{np_agent.sock, POLLIN, 0}, {np_agent.wake_fd, POLLIN, 0}};
-	for (;;) {
+	while (np_agent.sock >= 0) {
 		int n = poll(fds, 2, TICK_MS);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -477,9 +545,9 @@ static void await_borrowed_thread(void)
  * fast bins once more under AUTO than under TRAP (docs/reliability.md).
  * One session at a time (claim_session), and its thread reads the name
  * before the session can end, so one buffer serves every session. */
-static char session_name[108];
+char np_agent_session_name[108];
 
-static void *session_thread(void *arg)
+void np_agent_thread_setup(void)
 {
 	/* The program's signals are for its own threads. Not blocked: the one
 	 * the engine moves threads out of patched bytes with, and the faults:
@@ -493,6 +561,50 @@ static void *session_thread(void *arg)
 		sigdelset(&all, keep[i]);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	np_agent_busy = 1; /* for its whole life */
+}
+
+/* Around fork, the agent's lock is the forking thread's: a child gets the
+ * probes' states between two changes, never in the middle of one (an
+ * attach that placed a probe but had not noted it). Taken before the
+ * engine's lock, as the control thread takes them. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&np_agent.lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&np_agent.lock);
+}
+
+static void after_fork_child(void)
+{
+	pthread_mutex_unlock(&np_agent.lock);
+	np_agent_forked();
+}
+
+/* After the engine's (np_engine_init registers them): the handlers that
+ * prepare a fork run in the reverse order, so the agent's lock is taken
+ * before the engine's, the order the control thread takes them in. */
+static void watch_forks(void)
+{
+	np_engine_init();
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+bool np_agent_session_live(void)
+{
+	return __atomic_load_n(&session_state, __ATOMIC_ACQUIRE) == SESSION_LIVE;
+}
+
+static void *session_thread(void *arg)
+{
+	/* here, not on the program's thread a preload or an injection runs
+	 * on: the engine's set-up allocates, and a block the program's thread
+	 * allocated and ours frees would go into our cache (e2e-agent-heap) */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, watch_forks);
+	np_agent_thread_setup();
 	const char *name = arg;
 	/* Injected: the guard on the mask calls before the command sees us
 	 * connect, and unblocks the engine's signals in the threads that
@@ -503,7 +615,7 @@ static void *session_thread(void *arg)
 		np_agent_guard_masks();
 	}
 	if (name) {
-		int fd = connect_to(name);
+		int fd = np_agent_connect(name);
 		if (fd < 0 || session_setup(fd)) {
 			if (fd >= 0) {
 				session_end();
@@ -515,21 +627,27 @@ static void *session_thread(void *arg)
 			return NULL;
 		}
 	}
-	session_serve();
+	np_agent_serve();
 	return NULL;
+}
+
+/* A detached thread of the agent's running fn(np_agent_session_name). */
+int np_agent_start_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int err = pthread_create(&t, &a, fn, np_agent_session_name);
+	pthread_attr_destroy(&a);
+	return -err;
 }
 
 /* The session's thread, connecting to name (copied: the caller's may go). */
 static int start_thread(const char *name)
 {
-	snprintf(session_name, sizeof(session_name), "%s", name);
-	pthread_t t;
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	int err = pthread_create(&t, &a, session_thread, session_name);
-	pthread_attr_destroy(&a);
-	return -err;
+	snprintf(np_agent_session_name, sizeof(np_agent_session_name), "%s", name);
+	return np_agent_start_thread(session_thread);
 }
 
 bool np_agent_in_session_process(void)
@@ -537,22 +655,10 @@ bool np_agent_in_session_process(void)
 	return np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) == np_agent.pid;
 }
 
-static void forked_child(void)
-{
-	np_agent_live = 0;
-	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
-}
-
-static void watch_forks(void)
-{
-	pthread_atfork(NULL, NULL, forked_child);
-}
 
 static bool claim_session(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int idle = SESSION_IDLE;
-	pthread_once(&once, watch_forks);
 	return np_agent_live &&
 	       __atomic_compare_exchange_n(&session_state, &idle, SESSION_LIVE, false,
 					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
@@ -607,23 +713,51 @@ static void unpreload_self(void)
 	free(out);
 }
 
+int np_agent_fd_high(int fd)
+{
+	return np_fd_move_high(fd);
+}
+
+void np_agent_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/* A process the session does not follow says so before it goes its way,
+ * so that the command can tell the user; nothing waits for an answer. */
+static void tell_untraced(const char *name)
+{
+	struct np_msg_join j = {NP_MSG_JOIN, NP_JOIN_UNTRACED, (int32_t)getpid(),
+				(int32_t)getppid(), ""};
+	np_agent_exe(j.exe, sizeof(j.exe));
+	int fd = np_agent_connect(name);
+	if (fd >= 0) {
+		send(fd, &j, sizeof(j), MSG_NOSIGNAL);
+		close(fd);
+	}
+}
+
 /* NANOPROBE_AGENT_SOCK is "NAME@PID": the socket, and the one process the
  * command started. That process keeps the variables, so that when it execs
- * (a shell script's interpreter, a wrapper) its new image connects again;
- * any other process (a child) forgets them and stays untraced. */
+ * (a shell script's interpreter, a wrapper) its new image connects again.
+ * Any other process (one the traced program started) joins the session
+ * too while NANOPROBE_AGENT_FOLLOW is set, and keeps the variables for its
+ * own children; without it, it says so, forgets them and stays untraced. */
 static bool preload_target(char *name, size_t len)
 {
 	const char *env = getenv(NP_AGENT_ENV_SOCK);
 	const char *at = env ? strrchr(env, '@') : NULL;
 	if (!at || (size_t)(at - env) >= len)
 		return false;
-	if (atol(at + 1) != (long)getpid()) {
+	memcpy(name, env, (size_t)(at - env));
+	name[at - env] = 0;
+	if (atol(at + 1) != (long)getpid() && !getenv(NP_AGENT_ENV_FOLLOW)) {
+		tell_untraced(name);
 		unsetenv(NP_AGENT_ENV_SOCK);
 		unpreload_self();
 		return false;
 	}
-	memcpy(name, env, (size_t)(at - env));
-	name[at - env] = 0;
 	return true;
 }
 

@@ -21,6 +21,7 @@ struct aprobe {
 	bool reads_memory; /* a fetch dereferences: see handlers.c */
 	uint32_t max_record; /* np_rec_max: the room an event reserves */
 	uint64_t missed_before; /* np_probe_missed of its earlier attachments */
+	uint64_t missed_told;   /* what of its misses this process added to shm's */
 	bool sema_raised; /* a USDT probe's semaphore is raised (modules.c) */
 };
 
@@ -44,8 +45,9 @@ struct agent {
 	uint64_t hist_off;      /* a ring's histograms from its start, 0: none */
 	pthread_mutex_t lock;   /* probes[].state, attach/detach */
 	char why[200];          /* the engine's reason for the last refusal */
-	uint64_t why_base[NP_SHM_MISS_REASONS]; /* np_missed_by at the session's start */
+	uint64_t why_told[NP_SHM_MISS_REASONS]; /* np_missed_by already added to shm's */
 	int why_level;
+	bool follow;            /* HELLO: children forked stay traced */
 };
 
 extern struct agent np_agent;
@@ -61,7 +63,36 @@ bool np_agent_in_session_process(void);
 /* agent.c: the command has gone or asked for the end of the session;
  * long work (placing thousands of probes) stops early. */
 bool np_agent_cancelled(void);
+/* agent.c, for follow.c: a connection to the command (0 or -errno), the
+ * session served until it ends (its probes then removed), the session's
+ * socket name, and the start of a thread of the agent's. */
+int np_agent_connect(const char *name);
+void np_agent_serve(void);
+extern char np_agent_session_name[108];
+int np_agent_start_thread(void *(*fn)(void *));
+/* The misses counted since the last time, added to the shared memory's
+ * (modules.c); the counts now taken as told, for a new process. */
+void np_agent_missed_baseline(void);
 
+/* agent.c: the calling thread made the agent's (signals, busy). */
+void np_agent_thread_setup(void);
+/* A session with a command is live in this process. */
+bool np_agent_session_live(void);
+
+/* follow.c: what a forked child does with the session it inherits; the
+ * command told of every exec (internal probes on execve, execveat). */
+void np_agent_forked(void);
+void np_agent_hook_exec(void);
+void np_agent_unhook_exec(void);
+/* agent.c: this process's program, for the command's messages; a new
+ * descriptor moved out of the low numbers the program counts on. */
+void np_agent_exe(char *buf, size_t len);
+int np_agent_fd_high(int fd);
+
+/* modules.c: an internal probe of the agent's on the function `name` of
+ * the program's (its misses not the session's); NULL with errno. */
+struct np_probe *np_agent_hook(const char *name, np_handler_fn entry, np_handler_fn ret,
+			       void *data);
 /* modules.c: find the modules of pending probes and attach them. */
 int np_agent_attach_pending(void);
 int np_agent_hook_dlopen(void);

@@ -58,6 +58,7 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
 		r->tid = (int32_t)np_host_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+		r->pid = (int32_t)np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
 		np_host_syscall(SYS_prctl, PR_GET_NAME, (long)r->comm, 0, 0, 0, 0); /* for a thread gone before it is read */
 		__atomic_store_n(&r->state, NP_RING_OWNED, __ATOMIC_RELEASE);
 		return r;
@@ -69,10 +70,15 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 static __attribute__((noinline)) struct np_ring *ring_first(uint32_t gen)
 {
 	struct np_shm_header *h = np_agent.shm;
-	/* a vfork child runs on its parent thread's TLS: a ring claimed
-	 * there would be the parent thread's, under the child's tid */
-	if (!np_agent_live || !h || !np_agent_in_session_process())
+	if (!np_agent_live || !h)
 		return NULL;
+	/* a vfork child runs on its parent thread's TLS: a ring claimed
+	 * there would be the parent thread's, under the child's tid; with
+	 * one there already, its hits count under the parent's thread */
+	if (!np_agent_in_session_process()) {
+		__atomic_fetch_add(&h->vfork_unrecorded, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
 	if (tls_gen == gen && tls_retry && --tls_retry)
 		return NULL;
 	tls_gen = gen;

@@ -311,17 +311,41 @@ void np_agent_detach_all(void)
 	np_agent_publish_missed();
 }
 
+/* What probe ap of this process has missed in all. */
+static uint64_t missed_now(const struct aprobe *ap)
+{
+	return ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0) +
+	       (ap->watch ? np_watch_missed(ap->watch) : 0);
+}
+
+/* Every process of the tree adds what it missed since it last did: the
+ * counts are shared, and each process knows only its own. */
 void np_agent_publish_missed(void)
 {
-	uint64_t *missed = np_agent.shm ? np_shm_missed(np_agent.shm) : NULL;
-	for (int r = 0; missed && r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++)
-		np_agent.shm->missed_why[r] =
-			np_missed_by((enum np_miss_reason)r) - np_agent.why_base[r];
-	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
-		const struct aprobe *ap = &np_agent.probes[i];
-		missed[i] = ap->missed_before + (ap->probe ? np_probe_missed(ap->probe) : 0) +
-			    (ap->watch ? np_watch_missed(ap->watch) : 0);
+	struct np_shm_header *h = np_agent.shm;
+	uint64_t *missed = h ? np_shm_missed(h) : NULL;
+	for (int r = 0; missed && r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++) {
+		uint64_t now = np_missed_by((enum np_miss_reason)r);
+		if (now > np_agent.why_told[r])
+			__atomic_fetch_add(&h->missed_why[r], now - np_agent.why_told[r],
+					   __ATOMIC_RELAXED);
+		np_agent.why_told[r] = now;
 	}
+	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
+		struct aprobe *ap = &np_agent.probes[i];
+		uint64_t now = missed_now(ap);
+		if (now > ap->missed_told)
+			__atomic_fetch_add(&missed[i], now - ap->missed_told, __ATOMIC_RELAXED);
+		ap->missed_told = now;
+	}
+}
+
+void np_agent_missed_baseline(void)
+{
+	for (int r = 0; r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++)
+		np_agent.why_told[r] = np_missed_by((enum np_miss_reason)r);
+	for (uint32_t i = 0; np_agent.probes && i < np_agent.nprobes; i++)
+		np_agent.probes[i].missed_told = missed_now(&np_agent.probes[i]);
 }
 
 /* --- the dlopen hook ---------------------------------------------------------- */
@@ -381,19 +405,27 @@ void np_agent_serve_dlopen(void)
 	np_futex_wake(&req_served);
 }
 
+struct np_probe *np_agent_hook(const char *name, np_handler_fn entry, np_handler_fn ret,
+				void *data)
+{
+	void *fn = dlsym(RTLD_DEFAULT, name);
+	struct np_probe_opts o = NP_PROBE_OPTS(.on_entry = entry, .on_return = ret, .data = data,
+					       .name = name);
+	struct np_probe *p = fn ? np_probe_attach(fn, &o) : NULL;
+	if (p)
+		p->internal = true; /* its misses are not the session's */
+	else if (!fn)
+		errno = ENOENT;
+	return p;
+}
+
 int np_agent_hook_dlopen(void)
 {
 	static const char *const names[] = {"dlopen", "dlclose"};
 	__atomic_store_n(&hook_open, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < 2; i++) {
-		void *fn = dlsym(RTLD_DEFAULT, names[i]);
-		struct np_probe_opts o = NP_PROBE_OPTS(.on_return = after_dl_call,
-						       .name = names[i]);
-		hooks[i] = fn ? np_probe_attach(fn, &o) : NULL;
-		if (!hooks[i])
-			return fn ? -errno : -ENOENT;
-		hooks[i]->internal = true; /* its misses are not the session's */
-	}
+	for (int i = 0; i < 2; i++)
+		if (!(hooks[i] = np_agent_hook(names[i], NULL, after_dl_call, NULL)))
+			return -errno;
 	return 0;
 }
 

@@ -5,19 +5,27 @@
  * leave their events and counters.
  *
  * Control: a SOCK_SEQPACKET socket in the abstract namespace, one message
- * per struct. The command listens, the agent connects (from its constructor
- * when preloaded, from nanoprobe_agent_start when injected), and the command
- * checks SO_PEERCRED. Then:
- *   command -> agent  HELLO, PROBE x n, GO
+ * per struct. The command listens, and an agent connects for each process
+ * of the traced tree (from its constructor when preloaded, from
+ * nanoprobe_agent_start when injected, from a thread of its own in a forked
+ * child); the command checks SO_PEERCRED. Then:
+ *   agent -> command  JOIN: a fresh image, a forked child (it has its
+ *                     parent's probes and memory), or one that goes untraced
+ * and for a fresh image:
+ *   command -> agent  HELLO (with the session's shared memory as SCM_RIGHTS
+ *                     when another agent made it already), PROBE x n, GO
  *   agent -> command  ATTACHED x n (one per probe, now or when its module
- *                     appears), READY with the shared memory as SCM_RIGHTS
+ *                     appears), READY (with the shared memory it made)
+ * and for every process:
  *   command -> agent  DETACH      agent -> command  DETACHED
  * A socket that closes is a DETACH: if the command dies, the agent removes
  * its probes by itself.
  *
- * Shared memory: one memfd made by the agent, mapped by both. A header, a
- * per-probe table the agent fills (strategy, address), then `nrings`
- * rings. A thread claims a ring on its first hit and is its only writer:
+ * Shared memory: one memfd made by the first agent, mapped by the command
+ * and by every process of the tree (a forked child inherits the mapping, a
+ * fresh image gets the memfd from the command). A header, a per-probe
+ * table, then `nrings` rings. A thread claims a ring on its first hit and
+ * is its only writer:
  * counters there are plain increments, events go into a single-producer
  * byte ring that drops (and counts) rather than waits. The command never
  * trusts this memory: every record is bounds-checked before use.
@@ -28,9 +36,13 @@
 #include <stdint.h>
 
 #define NP_PROTO_MAGIC 0x6e70726fu /* "npro" */
-#define NP_PROTO_VERSION 4
+#define NP_PROTO_VERSION 5
 #define NP_AGENT_START_SYM "nanoprobe_agent_start"
 #define NP_AGENT_ENV_SOCK "NANOPROBE_AGENT_SOCK"
+/* Set (to 1) in the environment of a program the command starts when the
+ * programs it runs are traced too: a preloaded agent in a process other
+ * than the one started then joins the session. */
+#define NP_AGENT_ENV_FOLLOW "NANOPROBE_AGENT_FOLLOW"
 
 #define NP_PATH_MAX 512
 #define NP_ARG_NAME_MAX 32
@@ -50,6 +62,32 @@ enum np_msg_type {
 	NP_MSG_SCRIPT, /* after HELLO when it has script_len: the program (vm.h) in
 			* chunks of at most NP_SCRIPT_CHUNK bytes, each message a
 			* uint32_t type then the bytes */
+	NP_MSG_JOIN,   /* the agent's first message (struct np_msg_join) */
+	NP_MSG_EXEC,   /* a process of the tree is about to exec (struct np_msg_exec) */
+};
+
+/* What a process that joins the session is. */
+enum np_join_kind {
+	NP_JOIN_IMAGE = 1, /* a fresh image (preloaded or injected): send it the session */
+	NP_JOIN_FORK,      /* a forked child: its parent's probes and memory are its own */
+	NP_JOIN_UNTRACED,  /* a process the session does not follow: it says so and goes */
+	NP_JOIN_EXEC,      /* a process with no connection yet is about to exec exe (the
+			    * note of NP_MSG_EXEC, on a connection of its own) */
+};
+
+struct np_msg_join {
+	uint32_t type, kind; /* enum np_join_kind */
+	int32_t pid, ppid;
+	char exe[256]; /* its program, for messages ("" if unknown) */
+};
+
+/* Sent by the process that calls execve (a vfork child on its parent's
+ * connection), so that the command knows to expect the new image, or to
+ * say why it did not join. */
+struct np_msg_exec {
+	uint32_t type;
+	int32_t pid;
+	char path[256]; /* as given to execve, cut */
 };
 #define NP_SCRIPT_CHUNK 65536
 
@@ -132,6 +170,16 @@ struct np_msg_hello {
 	/* 0: the agent's clock (the counter where it can); NP_CLOCK_VDSO:
 	 * the vDSO whatever the counter (NANOPROBE_CLOCK=vdso) */
 	uint32_t clock;
+	uint32_t flags; /* enum np_hello_flag */
+};
+
+enum np_hello_flag {
+	/* the session's shared memory comes with HELLO (SCM_RIGHTS): another
+	 * process of the tree made it; map it rather than make one */
+	NP_HELLO_SHM_GIVEN = 1u << 0,
+	/* children this process forks stay traced (each joins with a thread
+	 * of its own); else they record nothing and are counted */
+	NP_HELLO_FOLLOW = 1u << 1,
 };
 
 /* How the agent reads CLOCK_MONOTONIC for its time stamps (np_rec.ts,
@@ -214,15 +262,21 @@ struct np_shm_header {
 	uint64_t script_bytes;
 	/* misses since the session began, by enum np_miss_reason (refreshed
 	 * with missed[]); the rest of missed[]'s sum has no reason (misses of
-	 * watches whose thread had no state count under NP_MISS_NO_THREAD) */
+	 * watches whose thread had no state count under NP_MISS_NO_THREAD);
+	 * every agent adds to missed[] and missed_why[] what its process
+	 * missed since it last did (atomically: the tree shares them) */
 	uint64_t missed_why[NP_SHM_MISS_REASONS];
-	/* The session's clock, set before READY: enum np_clock_source, the
+	/* The session's clock, set before READY by the agent that made the
+	 * memory (each process reads its own): enum np_clock_source, the
 	 * counter's rate (NP_CLOCK_TSC), why not the counter (NP_CLOCK_VDSO;
 	 * NUL-terminated) */
 	uint32_t clock;
 	uint32_t clock_reserved;
 	uint64_t clock_hz;
 	char clock_why[96];
+	uint64_t start_ns;       /* the session's start (CLOCK_MONOTONIC): elapsed */
+	uint64_t untraced_forks; /* children forked while the session did not follow */
+	uint64_t vfork_unrecorded; /* hits of vfork children whose parent thread had no ring */
 };
 
 enum np_ring_state { NP_RING_FREE = 0, NP_RING_CLAIMING, NP_RING_OWNED };
@@ -240,6 +294,7 @@ struct np_ring {
 	_Alignas(64) uint64_t tail; /* bytes consumed, command */
 	_Alignas(64) uint32_t state; /* enum np_ring_state */
 	int32_t tid;
+	int32_t pid;                 /* the process of the thread */
 	char comm[16];               /* the thread's name when it claimed */
 	uint64_t drops;              /* events lost to a full ring */
 	/* then: uint64_t counts[nprobes], then ring_bytes of events, then the

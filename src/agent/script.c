@@ -60,7 +60,6 @@ int np_agent_script_receive(int fd, uint32_t len)
 	np_agent_script.prog = (const struct np_vm_prog *)blob;
 	np_agent_script.ring_extra = page_up(np_agent_script.prog->thread_bytes);
 	np_agent_script.shared_bytes = page_up(np_agent_script.prog->shared_bytes);
-	np_agent_script.pid = (uint64_t)getpid();
 	np_agent_script.uid = (uint64_t)getuid();
 	np_agent_script.gid = (uint64_t)getgid();
 	void **end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
@@ -82,7 +81,7 @@ void np_agent_script_bind(struct np_shm_header *h)
 	h->script_off = np_shm_size(h->nprobes, h->nrings, h->ring_stride);
 	h->script_bytes = np_agent_script.shared_bytes;
 	np_agent_script.shared = (uint8_t *)h + h->script_off;
-	np_agent_script.start_ns = np_clock_ns();
+	np_agent_script.start_ns = h->start_ns; /* the tree's, whoever made the memory */
 }
 
 void np_agent_script_end(void)

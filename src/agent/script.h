@@ -29,7 +29,7 @@ struct np_agent_script {
 	uint64_t ring_extra;           /* each ring's thread area, page-aligned */
 	uint64_t shared_bytes;         /* the maps' tables, page-aligned */
 	uint8_t *shared;               /* in the session's shared memory */
-	uint64_t pid, uid, gid, start_ns, main_stack_end;
+	uint64_t uid, gid, start_ns, main_stack_end; /* pid: each ring's */
 	int fp_reg;
 };
 extern struct np_agent_script np_agent_script;

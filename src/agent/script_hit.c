@@ -21,7 +21,7 @@ static void run_block(struct np_ctx *ctx, const struct aprobe *ap)
 		.thread = np_ring_extra(r, h->nprobes, h->ring_bytes), .ring = r,
 		.ring_data = np_ring_data(r, h->nprobes), .ring_bytes = h->ring_bytes,
 		.probe = ap->m.id, .probe_key = ap->m.probe_key, .func_key = ap->m.func_key,
-		.pid = np_agent_script.pid, .uid = np_agent_script.uid,
+		.pid = (uint64_t)(uint32_t)r->pid, .uid = np_agent_script.uid,
 		.gid = np_agent_script.gid, .start_ns = np_agent_script.start_ns,
 		.main_stack_end = np_agent_script.main_stack_end, .fp_reg = np_agent_script.fp_reg,
 		.sarg_skip = NP_SCRIPT_SARG_SKIP,

@@ -99,7 +99,9 @@ static int await_ready(int fd)
 
 int main(int argc, char **argv)
 {
-	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 1, 16, 4096, 1, 0, 0, 0};
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 1, 16, 4096, 1, 0,
+				 0, 0, 0};
+	struct np_msg_join j;
 	struct np_msg_simple go = {.type = NP_MSG_GO};
 	char name[64], err[512];
 	int step = NSTEPS, ret = 0, lfd, fd;
@@ -119,7 +121,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "session_faults: %s (start: %d)\n", err, ret);
 		return 1;
 	}
-	if (step > INJECT && (fd = accept_in(lfd, 15000)) < 0)
+	if (step > INJECT && ((fd = accept_in(lfd, 15000)) < 0 ||
+			      recv(fd, &j, sizeof(j), 0) != sizeof(j) || j.type != NP_MSG_JOIN))
 		return die("accept");
 	if (step > ACCEPT && send(fd, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
 		return die("HELLO");

@@ -1128,7 +1128,8 @@ def never_loaded_is_reported():
 @case
 def exec_is_followed():
     # a wrapper that execs the program (as pyenv's shims do): the probes
-    # follow the process into its new image; a child it forks is not traced
+    # follow the process into its new image; a child it starts is traced
+    # too, unless --no-follow, which says what it left out
     p = np("count", f"{COUNTER}:work", "--", "sh", "-c", f'exec "{COUNTER}" 9')
     counts, other = parse_count_table(p.stdout)
     R.eq(p.returncode, 0, "exits 0", describe(p))
@@ -1137,7 +1138,12 @@ def exec_is_followed():
     p = np("count", f"{COUNTER}:work", "--", "sh", "-c", f'"{COUNTER}" 9; true')
     counts, _ = parse_count_table(p.stdout)
     R.eq(p.returncode, 0, "fork+exec: exits 0", describe(p))
-    R.eq((counts or {}).get("work", 0), 0, "a forked child is not traced", describe(p))
+    R.eq((counts or {}).get("work", 0), 9, "a child is traced", describe(p))
+    p = np("count", "--no-follow", f"{COUNTER}:work", "--", "sh", "-c", f'"{COUNTER}" 9; true')
+    counts, _ = parse_count_table(p.stdout)
+    R.eq((counts or {}).get("work", 0), 0, "--no-follow: a child is not traced", describe(p))
+    R.check("was not traced" in p.stderr and "--no-follow" in p.stderr,
+            "--no-follow: and that is said", describe(p))
 
 
 @case

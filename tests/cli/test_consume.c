@@ -45,7 +45,7 @@ static void setup(struct fixture *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->hello = (struct np_msg_hello){NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-					 NPROBES, 1, RING_BYTES, 1, 0, 0, 0};
+					 NPROBES, 1, RING_BYTES, 1, 0, 0, 0, 0};
 	uint32_t stride = np_ring_stride(NPROBES, RING_BYTES);
 	size_t size = np_shm_size(NPROBES, 1, stride);
 	f->fd = memfd_create("test-rings", 0);
@@ -60,7 +60,7 @@ static void setup(struct fixture *f)
 	f->data = np_ring_data(f->ring, NPROBES);
 	make_probes(&f->set);
 	f->totals.counts = calloc(NPROBES, sizeof(uint64_t));
-	CHECK_EQ(consumer_open(&f->c, f->fd, &f->hello, &f->set, getpid(), &f->totals), 0);
+	CHECK_EQ(consumer_open(&f->c, f->fd, &f->hello, &f->set, &f->totals), 0);
 }
 
 static void teardown(struct fixture *f)
@@ -212,10 +212,10 @@ TEST(shared_memory_whose_header_disagrees_with_hello_is_refused)
 	struct np_msg_hello other = f.hello;
 	struct consumer c;
 	other.nprobes = NPROBES + 1;
-	CHECK(consumer_open(&c, f.fd, &other, &f.set, getpid(), &f.totals) != 0);
+	CHECK(consumer_open(&c, f.fd, &other, &f.set, &f.totals) != 0);
 	other = f.hello;
 	other.nrings = 1000; /* larger than the memory */
-	CHECK(consumer_open(&c, f.fd, &other, &f.set, getpid(), &f.totals) != 0);
+	CHECK(consumer_open(&c, f.fd, &other, &f.set, &f.totals) != 0);
 	teardown(&f);
 }
 

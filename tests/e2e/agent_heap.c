@@ -169,14 +169,20 @@ static int listen_on(char *name, size_t len)
 	return fd;
 }
 
-/* HELLO with no probes and GO; READY (its shared memory closed) says the
- * control thread has connected and set the session up. */
+/* JOIN read; HELLO with no probes and GO; READY (its shared memory closed)
+ * says the control thread has connected and set the session up. */
 static int serve_session(int lfd)
 {
 	int fd = accept(lfd, NULL, NULL);
+	struct np_msg_join j;
 	if (fd < 0)
 		return -1;
-	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 0, 1, 4096, 1, 0, 0, 0};
+	if (recv(fd, &j, sizeof(j), 0) != sizeof(j) || j.type != NP_MSG_JOIN) {
+		close(fd);
+		return -1;
+	}
+	struct np_msg_hello h = {NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION, 0, 1, 4096, 1,
+				 0, 0, 0, 0};
 	struct np_msg_simple go = {NP_MSG_GO, 0}, ready = {0, 0};
 	union {
 		struct cmsghdr c;

@@ -195,13 +195,14 @@ static const struct cli_opt count_own[] = {
 	{'n', "top", "N", "only the N busiest probes"},
 	{0},
 };
-static const struct cli_opt *const count_opts[] = {session_opts_common, session_opts_strategy,
-						   count_own, NULL};
+static const struct cli_opt *const count_opts[] = {
+	session_opts_common, session_opts_strategy, session_opts_follow, count_own, NULL};
 
 int cmd_count(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "count", .action = NP_ACT_COUNT, .banner = true, .opts = count_opts,
+		.name = "count", .action = NP_ACT_COUNT, .banner = true, .follows = true,
+		.opts = count_opts,
 		.prepare = count_prepare, .on_interval = on_interval,
 		.results = count_results, .cleanup = count_cleanup,
 	};

@@ -329,13 +329,14 @@ static const struct cli_opt latency_own[] = {
 	{'n', "top", "N", "only the N functions that took the most time"},
 	{0},
 };
-static const struct cli_opt *const latency_opts[] = {session_opts_common, session_opts_strategy,
-						     latency_own, NULL};
+static const struct cli_opt *const latency_opts[] = {
+	session_opts_common, session_opts_strategy, session_opts_follow, latency_own, NULL};
 
 int cmd_latency(int argc, char **argv)
 {
 	static const struct verb verb = {
 		.name = "latency", .action = NP_ACT_LATENCY, .banner = true, .clock = true,
+		.follows = true,
 		.opts = latency_opts,
 		.option = latency_option, .prepare = latency_prepare, .on_interval = on_interval,
 		.results = latency_results, .cleanup = latency_cleanup,

@@ -141,13 +141,14 @@ static const struct cli_opt trace_own[] = {
 	{OPT_EXPORT, "export-trace", "FILE.json", "also a Chrome trace-event file (Perfetto)"},
 	{0},
 };
-static const struct cli_opt *const trace_opts[] = {session_opts_common, session_opts_strategy,
-						   trace_own, NULL};
+static const struct cli_opt *const trace_opts[] = {
+	session_opts_common, session_opts_strategy, session_opts_follow, trace_own, NULL};
 
 int cmd_trace(int argc, char **argv)
 {
 	static const struct verb verb = {
-		.name = "trace", .action = NP_ACT_EVENT, .clock = true, .opts = trace_opts,
+		.name = "trace", .action = NP_ACT_EVENT, .clock = true, .follows = true,
+		.opts = trace_opts,
 		.option = trace_option, .prepare = trace_prepare, .on_event = on_event,
 		.cleanup = trace_cleanup,
 	};

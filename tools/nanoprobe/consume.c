@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ static struct np_ring *ring_at(const struct consumer *c, uint32_t i)
 }
 
 int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
-		  const struct probe_set *set, pid_t pid, struct totals *t)
+		  const struct probe_set *set, struct totals *t)
 {
 	struct stat st;
 	memset(c, 0, sizeof(*c));
@@ -46,7 +47,6 @@ int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
 		  (h->script_len ? session_script_bytes : 0);
 	c->set = set;
 	c->hists = h->hists;
-	c->pid = pid;
 	c->totals = t;
 	if (fstat(fd, &st) || (size_t)st.st_size < c->size)
 		return -EPROTO;
@@ -275,6 +275,8 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 		if (__atomic_load_n(&ring_at(c, i)->state, __ATOMIC_ACQUIRE) != NP_RING_FREE)
 			ring_add(c, ring_at(c, i), now);
 	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
+	now->untraced_forks = c->shm ? c->shm->untraced_forks : f->untraced_forks;
+	now->vfork_unrecorded = c->shm ? c->shm->vfork_unrecorded : f->vfork_unrecorded;
 	now->missed = f->missed;
 	for (int r = 0; r < NP_SHM_MISS_REASONS; r++)
 		now->missed_why[r] = c->shm ? c->shm->missed_why[r] : f->missed_why[r];
@@ -298,30 +300,38 @@ static void reap_ring(struct consumer *c, struct np_ring *r, uint32_t i)
 		       c->hists * sizeof(struct np_hist));
 	r->drops = 0;
 	r->head = r->tail = 0;
-	r->tid = 0;
+	r->tid = r->pid = 0;
 	memset(r->comm, 0, sizeof(r->comm));
 	__atomic_store_n(&r->state, NP_RING_FREE, __ATOMIC_RELEASE);
 }
 
-static bool thread_gone(pid_t pid, int tid)
+/* A thread of any process of the tree: /proc has every thread by its id,
+ * listed or not. One whose process lives on as a zombie is gone too. */
+static bool thread_gone(int tid)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, tid);
-	return access(path, F_OK) != 0 && errno == ENOENT;
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return fd < 0 && e == ENOENT;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap)
 {
-	char self[32];
-	snprintf(self, sizeof(self), "/proc/%d", (int)c->pid);
-	reap = reap && access(self, F_OK) == 0;
 	for (uint32_t i = 0; c->shm && i < c->nrings; i++) {
 		struct np_ring *r = ring_at(c, i);
 		uint32_t state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
 		if (state == NP_RING_FREE)
 			continue;
 		/* gone first: what it wrote before dying is drained below */
-		bool gone = reap && state == NP_RING_OWNED && thread_gone(c->pid, r->tid);
+		bool gone = reap && state == NP_RING_OWNED && thread_gone(r->tid);
 		drain_ring(c, r, ops);
 		if (gone)
 			reap_ring(c, r, i);

@@ -10,7 +10,6 @@ struct consumer {
 	size_t size;
 	uint32_t nprobes, nrings, ring_bytes, stride;
 	const struct probe_set *set;
-	pid_t pid;
 	struct totals *totals; /* folded in from rings of threads that ended */
 	const struct session_ops *ops; /* on_reap, if any */
 	uint64_t ring_extra, script_bytes; /* a script's areas (proto.h) */
@@ -23,10 +22,11 @@ extern uint64_t session_script_ring_extra, session_script_bytes;
 
 /* Map the agent's memory and check its header against what HELLO asked. */
 int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
-		  const struct probe_set *set, pid_t pid, struct totals *t);
+		  const struct probe_set *set, struct totals *t);
 void consumer_close(struct consumer *c);
 /* Hand every new event to ops->on_event. With `reap`, rings of threads
- * that no longer exist are folded into the totals and freed for reuse. */
+ * that no longer exist (in any process of the tree) are folded into the
+ * totals and freed for reuse. */
 void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap);
 /* The totals now: folded values plus every live ring. */
 void consumer_totals(const struct consumer *c, struct totals *now);

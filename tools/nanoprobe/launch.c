@@ -22,12 +22,15 @@
 #include "cli.h"
 #include "inject.h"
 #include "masks.h"
+#include "session.h" /* SESSION_MAX_PIDS */
 
 #define AGENT_NAME "libnanoprobe-agent.so"
 
 static pid_t child = -1;
 static int child_status = -1;
-static struct np_masks masks; /* -p: the threads whose masks we changed */
+/* -p: the threads whose masks we changed, per process */
+static struct np_masks masks[SESSION_MAX_PIDS];
+static size_t nmasks;
 
 static bool usable(const char *path)
 {
@@ -154,13 +157,15 @@ static int preload_var(const char *agent)
 	return rc;
 }
 
-static int preload_env(const char *agent, const char *sock)
+static int preload_env(const char *agent, const char *sock, bool follow)
 {
 	if (sanitizer_env() || preload_var(agent))
 		return -1;
 	char target[160];
 	/* see agent.c; fixed width, as the name (session.c) */
 	snprintf(target, sizeof(target), "%s@%010d", sock, (int)getpid());
+	if (follow && setenv(NP_AGENT_ENV_FOLLOW, "1", 1))
+		return -1;
 	return setenv(NP_AGENT_ENV_SOCK, target, 1);
 }
 
@@ -169,10 +174,10 @@ static int preload_env(const char *agent, const char *sock)
  * signal would stay ignored across exec (a program whose pipe closes
  * would no longer die of it). */
 static void exec_child(char **cmd, const char *agent, const char *sock, bool stdout_to_stderr,
-		       int report)
+		       bool follow, int report)
 {
 	cli_restore_sigpipe();
-	int err = preload_env(agent, sock) ? errno : 0;
+	int err = preload_env(agent, sock, follow) ? errno : 0;
 	if (!err && stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		err = errno;
 	if (!err) {
@@ -184,8 +189,8 @@ static void exec_child(char **cmd, const char *agent, const char *sock, bool std
 	_exit(127);
 }
 
-int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, pid_t *pid, char *err,
-		   size_t errlen)
+int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, bool follow, pid_t *pid,
+		   char *err, size_t errlen)
 {
 	char agent[PATH_MAX];
 	int pipefd[2], rc = launch_agent_path(agent, sizeof(agent), err, errlen);
@@ -195,7 +200,7 @@ int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, pid_t *p
 		return -errno;
 	child = fork();
 	if (child == 0)
-		exec_child(cmd, agent, sock, stdout_to_stderr, pipefd[1]);
+		exec_child(cmd, agent, sock, stdout_to_stderr, follow, pipefd[1]);
 	close(pipefd[1]);
 	int child_err = 0;
 	ssize_t n = child > 0 ? read(pipefd[0], &child_err, sizeof(child_err)) : -1;
@@ -308,13 +313,15 @@ int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen)
 
 void launch_inject_connected(pid_t pid)
 {
-	np_masks_unblock(pid, &masks); /* a thread not changed is only at risk */
+	if (nmasks < SESSION_MAX_PIDS) /* a thread not changed is only at risk */
+		np_masks_unblock(pid, &masks[nmasks++]);
 }
 
 void launch_inject_done(bool released)
 {
-	if (released)
-		np_masks_restore(&masks);
+	for (size_t i = 0; released && i < nmasks; i++)
+		np_masks_restore(&masks[i]);
+	nmasks = 0;
 }
 
 bool launch_child_exited(pid_t pid)

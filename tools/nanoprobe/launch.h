@@ -16,10 +16,11 @@ bool launch_agent_foreign(const char *agent);
 /* A program LD_PRELOAD cannot reach: no PT_INTERP. */
 bool launch_is_static(const char *path);
 /* fork + exec cmd with the agent preloaded and told `sock`; with
- * stdout_to_stderr, the program's stdout is our stderr. */
-int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, pid_t *pid, char *err,
-		   size_t errlen);
-/* Inject the agent into pid, told `sock`. */
+ * stdout_to_stderr, the program's stdout is our stderr; with follow, the
+ * programs it runs take the agent too and join the session. */
+int launch_command(char **cmd, const char *sock, bool stdout_to_stderr, bool follow, pid_t *pid,
+		   char *err, size_t errlen);
+/* Inject the agent into pid, told `sock` (each of -p's processes). */
 int launch_inject(pid_t pid, const char *sock, char *err, size_t errlen);
 /* Its agent connected (its guard on the mask calls is in place): the
  * engine's signals are unblocked in the threads that block them

@@ -69,6 +69,12 @@ const struct cli_opt session_opts_strategy[] = {
 	{0},
 };
 
+const struct cli_opt session_opts_follow[] = {
+	{SESSION_OPT_NO_FOLLOW, "no-follow", NULL,
+	 "trace the process alone, not the processes it starts"},
+	{0},
+};
+
 /* The longest -d or -i: a year, far beyond any session, and far within
  * what the loops' millisecond clocks hold (a uint64_t overflows at 1.8e16 s). */
 #define SECONDS_MAX (365.0 * 24 * 3600)
@@ -90,9 +96,8 @@ int session_parse_seconds(const char *verb, const char *opt, const char *arg, do
 	return 0;
 }
 
-/* -p PID, repeated or as a list (-p 1,2): one process for now. The
- * session speaks to one agent; several processes need as many sessions,
- * side by side (process trees, issue 20). */
+/* -p PID, repeated or as a list (-p 1,2): every process a root of the
+ * session's tree (tree.c), for the verbs that take several (run). */
 int session_parse_pids(const char *arg, struct session_opts *o)
 {
 	char *copy = strdup(arg), *save = NULL;
@@ -105,13 +110,21 @@ int session_parse_pids(const char *arg, struct session_opts *o)
 		if (errno || *end || v <= 0 || v > INT32_MAX) {
 			cli_error("-p wants a process id, not '%s'", w);
 			rc = -1;
-		} else if (o->pid && o->pid != (pid_t)v) {
-			cli_error("-p %d and %ld: one process per session; tracing several at "
-				  "once is not supported yet (run one nanoprobe for each)",
-				  (int)o->pid, v);
+		} else if (o->pid && o->pid != (pid_t)v && !o->many_pids) {
+			cli_error("-p %d and %ld: one process per session for nanoprobe %s (run "
+				  "takes several; or run one nanoprobe for each)",
+				  (int)o->pid, v, o->verb);
+			rc = -1;
+		} else if (o->npids == SESSION_MAX_PIDS) {
+			cli_error("-p: at most %d processes", SESSION_MAX_PIDS);
 			rc = -1;
 		} else {
-			o->pid = (pid_t)v;
+			bool seen = false;
+			for (size_t i = 0; i < o->npids; i++)
+				seen |= o->pids[i] == (pid_t)v;
+			if (!seen)
+				o->pids[o->npids++] = (pid_t)v;
+			o->pid = o->pids[0];
 		}
 	}
 	if (!rc && !o->pid) {
@@ -145,6 +158,7 @@ static int parse_common(int opt, const char *arg, struct session_opts *o)
 	case 'i': return session_parse_seconds(o->verb, "-i", arg, &o->interval);
 	case 'n': return parse_count("-n", arg, &o->top);
 	case 'j': o->json = true; return 0;
+	case SESSION_OPT_NO_FOLLOW: o->follow = false; return 0;
 	case 'o': o->out_path = arg; return 0;
 	case OPT_STRATEGY:
 		for (unsigned s = NP_STRATEGY_AUTO; s <= NP_STRATEGY_TRAP; s++)
@@ -220,8 +234,9 @@ int session_add_specs(const struct session_opts *o, char **argv, int first, unsi
 {
 	char err[1024], main_path[NP_PATH_MAX];
 	int n = o->argend - first;
-	if (o->pid && np_inject_check_pid(o->pid, err, sizeof(err)))
-		return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
+	for (size_t i = 0; i < o->npids; i++)
+		if (np_inject_check_pid(o->pids[i], err, sizeof(err)))
+			return fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err), 1;
 	*specs = calloc((size_t)n, sizeof(**specs));
 	if (!*specs)
 		return 1;
@@ -295,7 +310,7 @@ static int open_output(struct session_opts *o)
 
 int session_verb_main(const struct verb *v, void *cookie, int argc, char **argv)
 {
-	struct session_opts o = {.verb = v->name, .show_clock = v->clock};
+	struct session_opts o = {.verb = v->name, .show_clock = v->clock, .follow = v->follows};
 	struct verb_call call = {v, &o, cookie};
 	struct probe_set set = {0};
 	struct spec *specs = NULL;

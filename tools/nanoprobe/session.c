@@ -27,12 +27,8 @@
 #include "inject.h"
 #include "launch.h"
 #include "output.h"
+#include "tree.h"
 
-#define CONNECT_TIMEOUT_MS 15000
-#define READY_TIMEOUT_MS 60000
-#define DETACH_TIMEOUT_MS 10000
-#define POLL_MS 10
-#define REAP_EVERY_MS 500
 /* Threads that can record at once (a ring each; rings of threads that exit
  * are reused). Memory is touched only as threads use it. */
 #define RINGS_EVENTS 1024
@@ -40,7 +36,6 @@
 
 static volatile sig_atomic_t stop_requested;
 static bool stopped_by_us; /* -d or a signal ended the session */
-static bool released = true; /* no probe of ours is left in the target */
 static pid_t target_pid;
 
 static void on_stop_signal(int sig)
@@ -61,12 +56,6 @@ static void catch_stop_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 void session_request_stop(void)
 {
@@ -102,213 +91,9 @@ static int listen_abstract(char *name, size_t len)
 	return fd;
 }
 
-/* Only the target itself may talk to us: the process we injected or
- * started, run by our user. Root traces any user's process (and a program
- * it starts may change user before it execs, as setpriv and runuser do):
- * for root the process is the target whoever runs it. */
-static bool peer_is_target(int fd, pid_t pid)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
-		return false;
-	return cred.pid == pid && (cred.uid == geteuid() || geteuid() == 0);
-}
-
-/* The target's agent connecting; within timeout_ms, or with 0 for as long
- * as the program we started lives (its next image after an exec). */
-static int accept_agent(int lfd, pid_t pid, int timeout_ms, char *err, size_t errlen)
-{
-	uint64_t deadline = timeout_ms ? now_ms() + (uint64_t)timeout_ms : UINT64_MAX;
-	while (now_ms() < deadline && !stop_requested) {
-		struct pollfd p = {lfd, POLLIN, 0};
-		if (launch_child_exited(pid)) {
-			snprintf(err, errlen, "the program exited before the agent started");
-			return -ECHILD;
-		}
-		if (poll(&p, 1, 50) <= 0)
-			continue;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (peer_is_target(fd, pid))
-			return fd;
-		close(fd); /* someone else: ignore */
-	}
-	if (stop_requested)
-		snprintf(err, errlen, "interrupted before the agent connected");
-	else
-		snprintf(err, errlen, "the agent did not connect within %d s",
-			 CONNECT_TIMEOUT_MS / 1000);
-	return -ETIMEDOUT;
-}
-
-static int send_all(int fd, const void *msg, size_t len)
-{
-	return send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EPIPE;
-}
-
-static int send_simple(int fd, uint32_t type)
-{
-	struct np_msg_simple m = {.type = type};
-	return send_all(fd, &m, sizeof(m));
-}
-
-/* The program after HELLO, in chunks (proto.h, NP_MSG_SCRIPT). */
-static int send_script(int fd, const struct np_vm_prog *prog)
-{
-	static unsigned char chunk[4 + NP_SCRIPT_CHUNK];
-	const unsigned char *p = (const unsigned char *)prog;
-	uint32_t type = NP_MSG_SCRIPT;
-	int rc = 0;
-	memcpy(chunk, &type, 4);
-	for (uint32_t at = 0; at < prog->size && !rc; at += NP_SCRIPT_CHUNK) {
-		uint32_t n = prog->size - at < NP_SCRIPT_CHUNK ? prog->size - at : NP_SCRIPT_CHUNK;
-		memcpy(chunk + 4, p + at, n);
-		rc = send_all(fd, chunk, 4 + n);
-	}
-	return rc;
-}
-
-static const struct np_vm_prog *session_script;
-
-static int send_probes(int fd, const struct np_msg_hello *h, const struct probe_set *set)
-{
-	int rc = send_all(fd, h, sizeof(*h));
-	if (!rc && h->script_len)
-		rc = send_script(fd, session_script);
-	for (size_t i = 0; i < set->n && !rc; i++)
-		rc = send_all(fd, &set->p[i].m, sizeof(set->p[i].m));
-	return rc ? rc : send_simple(fd, NP_MSG_GO);
-}
-
-/* --- messages from the agent ---------------------------------------------- */
-
-struct control {
-	int fd;
-	int shm_fd;
-	bool ready, detached, closed;
-	uint32_t pending;
-	uint64_t heard; /* messages received */
-	struct probe_set *set;
-};
-
-static void note_attached(struct control *c, const struct np_msg_attached *m)
-{
-	if (m->id >= c->set->n)
-		return;
-	struct rprobe *r = &c->set->p[m->id];
-	r->err = m->err;
-	r->strategy = m->strategy;
-	r->addr = m->addr;
-	r->state = m->err ? -1 : 1;
-	snprintf(r->why, sizeof(r->why), "%.*s", (int)sizeof(m->why) - 1, m->why);
-	if (m->err && !r->m.path[0]) /* a watch of an address, not of a module's symbol */
-		cli_error("cannot place %s:%s: %s", r->group, r->event, r->why);
-	else if (m->err)
-		cli_error("cannot place %s:%s at %s+0x%llx: %s", r->group, r->event, r->m.path,
-			  (unsigned long long)r->m.vaddr, r->why);
-}
-
-static int take_fd(struct msghdr *msg)
-{
-	struct cmsghdr *cm = CMSG_FIRSTHDR(msg);
-	int fd = -1;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
-/* One message; false when the socket is closed. */
-static bool read_control(struct control *c)
-{
-	union {
-		uint32_t type;
-		struct np_msg_attached a;
-		struct np_msg_simple s;
-	} m;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} cbuf;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-			     .msg_controllen = sizeof(cbuf.buf)};
-	ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		return !(c->closed = n == 0 || errno != EINTR);
-	c->heard++;
-	if (m.type == NP_MSG_ATTACHED && n == sizeof(m.a)) {
-		note_attached(c, &m.a);
-	} else if (m.type == NP_MSG_READY && n == sizeof(m.s)) {
-		c->shm_fd = take_fd(&msg);
-		c->pending = m.s.pending;
-		c->ready = true;
-	} else if (m.type == NP_MSG_DETACHED) {
-		c->detached = true;
-	}
-	return true;
-}
-
-static bool wait_control(struct control *c, int ms)
-{
-	struct pollfd p = {c->fd, POLLIN, 0};
-	if (poll(&p, 1, ms) <= 0)
-		return true;
-	return read_control(c);
-}
-
-/* Given up during set-up: the agent is told, and waited for (it stops
- * placing probes and removes those it placed), so that the process is as
- * it was when we exit. */
-static void call_off(struct control *c)
-{
-	uint64_t deadline = now_ms() + DETACH_TIMEOUT_MS;
-	send_simple(c->fd, NP_MSG_DETACH);
-	while (!c->detached && !c->closed && now_ms() < deadline)
-		wait_control(c, 100);
-}
-
-/* READY, as long as the agent makes progress: the placing of thousands of
- * probes in a loaded process is slow but reports each probe; an agent
- * that says nothing for READY_TIMEOUT_MS is stuck. */
-static int wait_ready(struct control *c, char *err, size_t errlen)
-{
-	uint64_t heard = c->heard, deadline = now_ms() + READY_TIMEOUT_MS;
-	while (!c->ready && !c->closed && !stop_requested && now_ms() < deadline) {
-		wait_control(c, 100);
-		if (c->heard != heard)
-			heard = c->heard, deadline = now_ms() + READY_TIMEOUT_MS;
-	}
-	if (c->ready && c->shm_fd >= 0)
-		return 0;
-	if (c->closed) {
-		snprintf(err, errlen, "the agent closed the connection during set-up");
-		return -EPROTO;
-	}
-	call_off(c);
-	if (stop_requested)
-		snprintf(err, errlen, "interrupted while the agent placed the probes; %s",
-			 c->detached ? "it removed those it had placed"
-				     : "it was told to remove those it placed");
-	else
-		snprintf(err, errlen, "the agent placed no probe for %d s; %s",
-			 READY_TIMEOUT_MS / 1000,
-			 c->detached ? "it removed those it had placed"
-				     : "it was told to remove those it placed");
-	return -EPROTO;
-}
-
 /* --- the session ---------------------------------------------------------- */
 
-static size_t placed(const struct probe_set *set)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < set->n; i++)
-		n += set->p[i].state >= 0; /* attached or waiting for its module */
-	return n;
-}
+static void forget_comms(void);
 
 static int start_target(const struct session_opts *o, const char *sock, char *err,
 			size_t errlen)
@@ -316,79 +101,15 @@ static int start_target(const struct session_opts *o, const char *sock, char *er
 	/* -j on stdout: the program's own stdout goes to our stderr, so that
 	 * ours holds JSON lines only */
 	if (o->cmd)
-		return launch_command(o->cmd, sock, o->json && !o->out_path, &target_pid, err,
-				      errlen);
+		return launch_command(o->cmd, sock, o->json && !o->out_path, o->follow, &target_pid,
+				      err, errlen);
 	target_pid = o->pid;
-	return launch_inject(o->pid, sock, err, errlen);
-}
-
-static int handshake(const struct session_opts *o, struct control *c, struct np_msg_hello *h,
-		     const struct session_ops *ops, bool first, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < c->set->n; i++)
-		c->set->p[i].state = 0;
-	int rc = send_probes(c->fd, h, c->set);
-	if (!rc)
-		rc = wait_ready(c, err, errlen);
-	else
-		snprintf(err, errlen, "the agent closed the connection");
-	if (!rc && !placed(c->set)) {
-		snprintf(err, errlen, "no probe could be placed");
-		rc = -ENOENT;
+	for (size_t i = 0; i < session_npids(o); i++) {
+		int rc = launch_inject(session_pids(o)[i], sock, err, errlen);
+		if (rc)
+			return rc;
 	}
-	if (!rc && ops->on_begin)
-		ops->on_begin(c->shm_fd, h, ops->cookie);
-	if (!rc && ops->on_ready) /* a program we started has not run main yet */
-		ops->on_ready(ops->cookie);
-	/* A preloaded program waits in its constructor for this word. Not
-	 * the first image of one we started when its set-up failed: that is
-	 * killed where it waits (run_sessions); told to go on, it could run
-	 * its main before the kill (cli-e2e saw its output, under load). */
-	if (o->cmd && !(rc && first))
-		send_simple(c->fd, rc ? NP_MSG_DETACH : NP_MSG_GO);
-	return rc;
-}
-
-static void interval_tick(struct consumer *cons, const struct session_ops *ops,
-			  struct totals *scratch)
-{
-	if (!ops->on_interval)
-		return;
-	consumer_totals(cons, scratch);
-	ops->on_interval(scratch, ops->cookie);
-}
-
-/* Read events until the program ends or we are told to stop (-d, a
- * signal); then detach. True when we stopped it. */
-static bool run_loop(const struct session_opts *o, struct control *c, struct consumer *cons,
-		     const struct session_ops *ops, struct totals *scratch)
-{
-	uint64_t start = now_ms(), last_reap = start, last_tick = start;
-	uint64_t detach_sent = 0;
-	while (!c->closed && !c->detached) {
-		uint64_t t = now_ms();
-		bool expired = o->duration > 0 && t - start >= (uint64_t)(o->duration * 1000);
-		/* results that cannot be written end the session as Ctrl-C would */
-		bool unwritable = output_error() != 0;
-		if ((stop_requested || expired || unwritable) && !detach_sent) {
-			send_simple(c->fd, NP_MSG_DETACH);
-			detach_sent = t;
-		}
-		if (detach_sent && t - detach_sent > DETACH_TIMEOUT_MS)
-			break;
-		wait_control(c, POLL_MS);
-		bool reap = t - last_reap >= REAP_EVERY_MS;
-		consumer_drain(cons, ops, reap);
-		output_flush(); /* what this drain printed, in whole lines */
-		last_reap = reap ? t : last_reap;
-		if (o->interval > 0 && t - last_tick >= (uint64_t)(o->interval * 1000)) {
-			interval_tick(cons, ops, scratch);
-			last_tick = t;
-		}
-	}
-	consumer_drain(cons, ops, false);
-	output_flush();
-	return detach_sent != 0;
+	return 0;
 }
 
 /* A latency session keeps a histogram per probe (proto.h, np_ring_hists). */
@@ -400,7 +121,7 @@ static bool wants_hists(const struct probe_set *set)
 	return false;
 }
 
-static int totals_init(struct totals *t, const struct probe_set *set)
+int totals_alloc(struct totals *t, const struct probe_set *set)
 {
 	size_t n = set->n;
 	memset(t, 0, sizeof(*t));
@@ -470,7 +191,7 @@ static struct {
 /* What the agent says its clock is, taken apart from the memory it
  * shares, which the program could have written: each byte read once, an
  * unknown source "unknown", the reason printable text only. */
-static void note_clock(const struct session_opts *o, const struct np_shm_header *hdr)
+void session_note_clock(const struct session_opts *o, const struct np_shm_header *hdr)
 {
 	const volatile struct np_shm_header *v = hdr;
 	unsigned source = v->clock;
@@ -508,40 +229,9 @@ const char *session_clock_name(void)
 	return "unknown";
 }
 
-/* One agent's session. *t holds what earlier images of the program counted
- * and receives this one's on top. */
-static int run_attached(const struct session_opts *o, struct control *c,
-			const struct np_msg_hello *h, const struct session_ops *ops,
-			struct totals *t)
-{
-	struct consumer cons;
-	struct totals scratch;
-	if (totals_init(&scratch, c->set))
-		return fail(o, "out of memory");
-	int rc = consumer_open(&cons, c->shm_fd, h, c->set, target_pid, t);
-	cons.ops = ops;
-	if (!rc)
-		note_clock(o, cons.shm);
-	if (rc) {
-		send_simple(c->fd, NP_MSG_DETACH);
-		totals_free(&scratch);
-		return fail(o, "the agent's shared memory is not what was asked for");
-	}
-	if (run_loop(o, c, &cons, ops, &scratch))
-		stopped_by_us = true;
-	consumer_totals(&cons, &scratch);
-	consumer_close(&cons);
-	totals_free(t);
-	*t = scratch;
-	return 0;
-}
-
-static void forget_comms(void);
-
-/* Sessions with the program's successive images: the one started, then,
- * after each exec (a wrapper script running its interpreter), the next. */
-static int run_sessions(const struct session_opts *o, int lfd, struct probe_set *set,
-			const struct session_ops *ops, struct totals *t)
+/* What every fresh image of the tree is told. */
+static struct np_msg_hello hello_for(const struct session_opts *o, const struct probe_set *set,
+				     const struct session_ops *ops)
 {
 	/* Counting needs no event space: room for many more threads then. */
 	bool events = ops->on_event != NULL || ops->on_record != NULL;
@@ -554,46 +244,19 @@ static int run_sessions(const struct session_opts *o, int lfd, struct probe_set 
 				 (uint32_t)set->n, nrings,
 				 ring_kb * 1024u, o->hist_unit ? o->hist_unit : 1,
 				 o->script ? o->script->size : 0, hists ? (uint32_t)set->n : 0,
-				 clock_hello};
-	session_script = o->script;
+				 clock_hello, o->follow ? NP_HELLO_FOLLOW : 0};
 	if (o->script) {
 		session_script_ring_extra = (o->script->thread_bytes + 4095) & ~4095ull;
 		session_script_bytes = (o->script->shared_bytes + 4095) & ~4095ull;
 	}
-	char err[512];
-	for (int n = 0;; n++) {
-		struct control c = {.fd = -1, .shm_fd = -1, .set = set};
-		forget_comms(); /* a new image may have renamed its threads */
-		int rc = c.fd = accept_agent(lfd, target_pid, n ? 0 : CONNECT_TIMEOUT_MS, err,
-					     sizeof(err));
-		if (rc >= 0 && !o->cmd)
-			launch_inject_connected(target_pid);
-		if (rc >= 0)
-			rc = handshake(o, &c, &h, ops, n == 0, err, sizeof(err));
-		if (rc && n == 0 && o->cmd)
-			launch_kill_child(); /* before its main: it never ran */
-		if (rc && (n == 0 || c.fd >= 0))
-			fprintf(stderr, "nanoprobe %s: %s\n", o->verb, err);
-		if (!rc)
-			rc = run_attached(o, &c, &h, ops, t);
-		if (c.shm_fd >= 0)
-			close(c.shm_fd);
-		/* the agent removed its probes, or never had any */
-		released = c.fd < 0 || c.detached || c.closed;
-		if (c.fd >= 0)
-			close(c.fd);
-		if (rc && n == 0)
-			return 1;
-		if (!o->cmd || stopped_by_us || stop_requested || launch_child_exited(target_pid))
-			return 0;
-	}
+	return h;
 }
 
 int session_run(const struct session_opts *o, struct probe_set *set,
 		const struct session_ops *ops, struct totals *t)
 {
 	char name[64], err[512];
-	if (totals_init(t, set)) {
+	if (totals_alloc(t, set)) {
 		totals_free(t);
 		return fail(o, "out of memory");
 	}
@@ -601,18 +264,27 @@ int session_run(const struct session_opts *o, struct probe_set *set,
 		totals_free(t);
 		return 1;
 	}
+	forget_comms();
 	int lfd = listen_abstract(name, sizeof(name));
 	int rc = lfd < 0 ? fail(o, "cannot open the control socket") : 0;
 	if (!rc) {
 		catch_stop_signals();
 		rc = start_target(o, name, err, sizeof(err)) ? fail(o, err) : 0;
 	}
-	if (!rc)
-		rc = run_sessions(o, lfd, set, ops, t);
+	struct tree_end end = {.released = true};
+	if (!rc) {
+		pid_t started = target_pid;
+		struct tree_start s = {.lfd = lfd, .sock = name,
+				       .roots = o->cmd ? &started : session_pids(o),
+				       .nroots = o->cmd ? 1 : session_npids(o),
+				       .hello = hello_for(o, set, ops), .stop = &stop_requested};
+		rc = tree_run(o, &s, set, ops, t, &end);
+	}
+	stopped_by_us = end.stopped;
 	if (lfd >= 0)
 		close(lfd);
 	if (!o->cmd)
-		launch_inject_done(released);
+		launch_inject_done(end.released);
 	if (rc)
 		totals_free(t); /* the caller frees them only after a session ran */
 	return rc;
@@ -631,13 +303,14 @@ static void forget_comms(void)
 	memset(comm_cache, 0, sizeof(comm_cache));
 }
 
+
 const char *session_comm(int tid, const char *fallback)
 {
 	unsigned i = (unsigned)tid % COMM_SLOTS;
 	if (comm_cache[i].tid == tid && tid)
 		return comm_cache[i].comm;
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)target_pid, tid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", tid); /* any process of the tree's */
 	FILE *f = fopen(path, "r");
 	comm_cache[i].tid = tid;
 	snprintf(comm_cache[i].comm, sizeof(comm_cache[i].comm), "%s",
@@ -704,6 +377,7 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 		    const struct totals *t)
 {
 	report_missed(o, t);
+	tree_report(o, t);
 	if (t->drops || t->no_ring)
 		fprintf(stderr, "nanoprobe %s: %llu events lost to full buffers (--buffer-kb), "
 				"%llu hits of threads that found every buffer taken\n",
@@ -714,8 +388,10 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 	for (size_t i = 0; i < set->n; i++)
 		if (set->p[i].state == 0)
 			/* the file may well have run, in a process the session did
-			 * not trace: a child of the program (child.sh) */
-			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: the traced process "
-					"never loaded %s (processes it starts are not traced)\n",
-				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path);
+			 * not trace: a child of the program (child.sh, --no-follow) */
+			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: no traced process "
+					"loaded %s%s\n",
+				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path,
+				o->follow ? "" : " (processes the program starts are not traced: "
+						 "--no-follow)");
 }

@@ -17,9 +17,15 @@
 
 struct np_vm_prog;
 
+#define SESSION_MAX_PIDS 64
+
 /* What the command line of every session verb shares. */
 struct session_opts {
-	pid_t pid;           /* -p */
+	pid_t pid;           /* -p: the first process */
+	pid_t pids[SESSION_MAX_PIDS]; /* -p, every process (run takes several) */
+	size_t npids;
+	bool many_pids;      /* the verb takes several -p */
+	bool follow;         /* the processes the traced ones start are traced too */
 	char **cmd;          /* after -- */
 	double duration;     /* -d, 0: until the end */
 	double interval;     /* -i, 0: none */
@@ -63,6 +69,8 @@ struct totals {
 	uint64_t missed;    /* hits the engine could not hand to a handler */
 	uint64_t *missed_by_probe; /* the same, per probe */
 	uint64_t missed_why[NP_SHM_MISS_REASONS]; /* the same, by reason */
+	uint64_t untraced_forks;   /* children forked that were not followed */
+	uint64_t vfork_unrecorded; /* hits of vfork children that found no buffer */
 };
 
 struct session_ops {
@@ -88,9 +96,12 @@ const char *session_clock_name(void);
 void session_request_stop(void);
 
 /* The options of session verbs (options.c): -p, -d, -j, -o, --buffer-kb;
- * --strategy. Every list ends with {0}. The common handling also covers
- * -i SECONDS and -n N, which the verbs that take them list themselves. */
-extern const struct cli_opt session_opts_common[], session_opts_strategy[];
+ * --strategy; --no-follow. Every list ends with {0}. The common handling
+ * also covers -i SECONDS and -n N, which the verbs that take them list
+ * themselves. */
+extern const struct cli_opt session_opts_common[], session_opts_strategy[],
+	session_opts_follow[];
+#define SESSION_OPT_NO_FOLLOW 3102
 
 /* Parse the options every session verb takes. Returns the index of the
  * first spec (they end at o->argend), or -1 after printing a usage error.
@@ -99,9 +110,17 @@ extern const struct cli_opt session_opts_common[], session_opts_strategy[];
 int session_parse_opts(int argc, char **argv, struct session_opts *o,
 		       const struct cli_opt *const *opts,
 		       int (*extra)(int opt, const char *arg, void *cookie), void *cookie);
-/* -p PID or PID,PID...: into o->pid; several processes are refused (one
- * session speaks to one agent). 0, or -1 after printing why. */
+/* -p PID or PID,PID..., repeatable: into o->pids (o->pid the first);
+ * several only when o->many_pids. 0, or -1 after printing why. */
 int session_parse_pids(const char *arg, struct session_opts *o);
+static inline const pid_t *session_pids(const struct session_opts *o)
+{
+	return o->pids;
+}
+static inline size_t session_npids(const struct session_opts *o)
+{
+	return o->npids;
+}
 /* A number of seconds for option opt (-d, -i): finite, > 0, at most a
  * year. 0, or -1 after printing a message that names the value. */
 int session_parse_seconds(const char *verb, const char *opt, const char *arg, double *out);
@@ -116,6 +135,8 @@ int session_main_path(const struct session_opts *o, char *out, size_t len, char 
 int session_run(const struct session_opts *o, struct probe_set *set,
 		const struct session_ops *ops, struct totals *t);
 void totals_free(struct totals *t);
+/* Zeroed totals for the probes of set; 0 or -ENOMEM. */
+int totals_alloc(struct totals *t, const struct probe_set *set);
 
 /* Parse, resolve and add the specs argv[first..o->argend) with `action`.
  * 0, or 2 (usage) / 1 (runtime) after printing the error. */
@@ -136,6 +157,7 @@ struct verb {
 	unsigned action;         /* enum np_action of its probes */
 	bool banner;             /* "Tracing N functions..." unless -j */
 	bool clock;              /* "Clock: ..." once the agent says, unless -j */
+	bool follows;            /* traces the processes the program starts (--no-follow) */
 	/* its option lists, NULL-terminated; what session_parse_opts does not
 	 * handle goes to option() */
 	const struct cli_opt *const *opts;

@@ -15,11 +15,11 @@ _nanoprobe_options()
 	local session="-p --pid -d --duration -j --json -o --output --buffer-kb"
 	local std="-h --help --version"
 	case $1 in
-	trace) echo "$session --strategy --export-trace $std" ;;
-	count) echo "$session --strategy -i --interval -n --top $std" ;;
-	latency) echo "$session --strategy -u --microseconds -m --milliseconds --merge -i --interval -n --top $std" ;;
+	trace) echo "$session --strategy --no-follow --export-trace $std" ;;
+	count) echo "$session --strategy --no-follow -i --interval -n --top $std" ;;
+	latency) echo "$session --strategy --no-follow -u --microseconds -m --milliseconds --merge -i --interval -n --top $std" ;;
 	watch) echo "$session -i --interval -n --top $std" ;;
-	run) echo "-e --program -p --pid -c --command -d --duration -o --output -f --format --strategy --buffer-kb --map-keys $std" ;;
+	run) echo "-e --program -p --pid -c --command -d --duration -o --output -f --format --strategy --buffer-kb --map-keys --no-follow $std" ;;
 	list) echo "-j --json --names $std" ;;
 	analyze) echo "-j --json --arch $std" ;;
 	bench) echo "-j --json -d --duration --threads --backend $std" ;;

@@ -286,8 +286,9 @@ static int resolve_one(struct run *r, const struct probe *pr, const struct attac
 static int resolve_probes(struct run *r)
 {
 	char err[1024], main_path[NP_PATH_MAX];
-	if (r->o.pid && np_inject_check_pid(r->o.pid, err, sizeof(err)))
-		return fprintf(stderr, "nanoprobe run: %s\n", err), 1;
+	for (size_t i = 0; i < r->o.npids; i++)
+		if (np_inject_check_pid(r->o.pids[i], err, sizeof(err)))
+			return fprintf(stderr, "nanoprobe run: %s\n", err), 1;
 	if (session_main_path(&r->o, main_path, sizeof(main_path), err, sizeof(err)))
 		return fprintf(stderr, "nanoprobe run: %s\n", err), 1;
 	r->main_path = strdup(main_path);
@@ -452,7 +453,7 @@ static char *read_file(const char *path)
 	return buf;
 }
 
-enum { OPT_STRATEGY = 3000, OPT_BUFFER, OPT_MAP_KEYS };
+enum { OPT_STRATEGY = 3000, OPT_BUFFER, OPT_MAP_KEYS, OPT_NO_FOLLOW };
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -464,7 +465,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 static const struct cli_opt run_own[] = {
 	{'e', "program", "PROGRAM", "the program to run (else the FILE given)"},
-	{'p', "pid", "PID", "attach to the running process PID (one process)"},
+	{'p', "pid", "PID", "attach to the running process PID (repeat, or PID,PID: several)"},
 	{'c', "command", "CMD", "start CMD (a command line, split at spaces) and trace it"},
 	{'d', "duration", "SECONDS", "stop after SECONDS (fractions allowed)"},
 	{'o', "output", "FILE", "the output to FILE, not stdout"},
@@ -472,6 +473,7 @@ static const struct cli_opt run_own[] = {
 	{OPT_STRATEGY, "strategy", "S", "place every probe by S: auto, jump or trap"},
 	{OPT_BUFFER, "buffer-kb", "N", "event ring per thread in KiB: 4..65536, a power of 2"},
 	{OPT_MAP_KEYS, "map-keys", "N", "keys per map at most (default 4096; 1024 for hist, lhist)"},
+	{OPT_NO_FOLLOW, "no-follow", NULL, "trace the process alone, not the processes it starts"},
 	{0},
 };
 static const struct cli_opt *const run_opts[] = {run_own, NULL};
@@ -530,6 +532,7 @@ static int parse_args(struct run *r, int argc, char **argv, struct compile_opts 
 				return usage_error("--buffer-kb wants a power of two in 4..65536%s", "");
 			r->o.ring_kb = (unsigned)v;
 			break;
+		case OPT_NO_FOLLOW: r->o.follow = false; break;
 		case OPT_MAP_KEYS:
 			v = strtol(optarg, &e, 10);
 			if (*e || v < 1 || v > (1 << 19))
@@ -720,6 +723,8 @@ int cmd_run(int argc, char **argv)
 	const char *file = NULL;
 	memset(&r, 0, sizeof(r));
 	r.o.verb = "run";
+	r.o.follow = true;    /* the tree: the processes the program starts too */
+	r.o.many_pids = true; /* -p A -p B: one session, one memory, every process */
 	int rc = prepare(&r, argc, argv, &file);
 	if (!rc)
 		rc = setup_runtime(&r);
@@ -745,7 +750,7 @@ int cmd_run(int argc, char **argv)
 
 const struct cli_verb verb_run = {
 	"run", cmd_run,
-	"run [OPTIONS] {-e PROGRAM | FILE} [-p PID | -c CMD | -- CMD [ARGS...]]",
+	"run [OPTIONS] {-e PROGRAM | FILE} [-p PID... | -c CMD | -- CMD [ARGS...]]",
 	"a bpftrace program (uprobe, uretprobe, usdt, BEGIN, END, interval)",
 	"A program with no uprobe (only BEGIN, END, interval) needs no process.\n"
 	"-f json prints bpftrace's JSON lines ({\"type\": \"map\", \"data\": ...}), not the\n"

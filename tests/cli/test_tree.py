@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Process trees: the children a traced program makes (fork, vfork,
+posix_spawn, fork+exec, system(), exec chains, a fork from a threaded
+process) keep their probes and report under their own pid, with -- CMD and
+with -p; several -p make one session; --no-follow traces the process
+alone and says what it left out; a program that cannot take the agent (a
+static one, or any exec'd program of a -p session) is said to be
+untraced; a child that outlives the session has its probes removed.
+
+Against tests/cli/progs/forker.c, whose every process says how many calls
+it made (`pid=PID items=N`): the counts per pid must be exactly those.
+Output: TAP lines and `N passed, M failed`.
+
+Environment (tests/cli/meson.build): NP_CLI, NP_PROG_FORKER,
+NP_PROG_STATIC (empty without a static libc). Arguments: names
+(substrings) of the cases to run.
+"""
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from tap import Results, run_cases  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
+NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
+FORKER = os.environ.get("NP_PROG_FORKER") or os.path.join(BUILD, "tests/cli/forker")
+STATIC = os.environ.get("NP_PROG_STATIC", os.path.join(BUILD, "tests/cli/static_hello"))
+TIMEOUT = 60
+ENV = dict(os.environ)
+for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
+    ENV.pop(_v, None)
+ENV["DEBUGINFOD_URLS"] = ""
+ENV["LC_ALL"] = "C"
+
+R = Results()
+CASES = []
+PER_PID = f"uprobe:{FORKER}:add_item {{ @[pid] = count(); }}"
+MODES = ("fork", "vfork", "spawn", "exec", "system", "chain", "threads")
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+def run(args, input=None):
+    p = subprocess.Popen([str(a) for a in args], stdin=subprocess.PIPE if input else
+                         subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=ENV, start_new_session=True)
+    try:
+        out, err = p.communicate(input, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += f"\n[test: killed after {TIMEOUT} s]"
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def describe(p):
+    return (f"command: {' '.join(map(str, p.args))}\nstatus: {p.returncode}\n"
+            f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+
+
+def ran(text, mode=None):
+    """{pid: calls} as the processes said; a threads parent made 1000 more."""
+    got = {}
+    for pid, n in re.findall(r"^pid=(\d+) items=(\d+)$", text, re.M):
+        got[int(pid)] = got.get(int(pid), 0) + int(n)
+    if mode == "threads" and got:
+        first = min(got)  # the parent is the first to say so, and the lowest pid here
+        got[first] += 1000
+    return got
+
+
+def counted(text):
+    """{pid: count} from `@[PID]: N` lines."""
+    return {int(p): int(n) for p, n in re.findall(r"^@\[(\d+)\]: (\d+)$", text, re.M)}
+
+
+def untraced_lines(err):
+    return [l for l in err.splitlines() if "was not traced" in l or "were not traced" in l]
+
+
+# --------------------------------------------------------------------------
+
+
+@case
+def every_way_of_making_a_child_is_followed():
+    for mode in MODES:
+        p = run([NANOPROBE, "run", "-e", PER_PID, "--", FORKER, mode, "3"])
+        want = ran(p.stdout, mode)
+        R.eq(p.returncode, 0, f"{mode}: exits 0", describe(p))
+        R.check(len(want) >= 2, f"{mode}: a child ran", describe(p))
+        R.eq(counted(p.stdout), want, f"{mode}: every process, its own pid", describe(p))
+        R.eq(untraced_lines(p.stderr), [], f"{mode}: nothing left out", describe(p))
+
+
+@case
+def count_adds_up_the_tree():
+    """The issue's case: count printed the parent's calls only."""
+    for mode in ("fork", "spawn", "chain"):
+        p = run([NANOPROBE, "count", f"{FORKER}:add_item", "--", FORKER, mode, "8"])
+        total = sum(ran(p.stdout).values())
+        R.check(re.search(rf"^add_item\s+{total}$", p.stdout, re.M) is not None,
+                f"{mode}: {total} calls", describe(p))
+
+
+@case
+def trace_names_each_process():
+    p = run([NANOPROBE, "trace", "add_item", "--", FORKER, "fork", "2"])
+    pids = sorted(ran(p.stderr + p.stdout))
+    events = re.findall(r"^\s*forker-(\d+)\s+\[", p.stdout, re.M)
+    R.eq(sorted(set(int(e) for e in events)), pids, "events of parent and child", describe(p))
+    R.eq(len(events), 3, "three calls", describe(p))
+
+
+@case
+def no_follow_traces_the_process_alone_and_says_so():
+    for mode, said in (("fork", "1 process the traced program forked was not traced"),
+                       ("spawn", "the session does not follow the programs it runs"),
+                       ("exec", "the session does not follow the programs it runs")):
+        p = run([NANOPROBE, "run", "--no-follow", "-e", PER_PID, "--", FORKER, mode, "3"])
+        parent = min(ran(p.stdout))
+        R.eq(counted(p.stdout), {parent: 1}, f"{mode}: the parent alone", describe(p))
+        R.check(any(said in l for l in untraced_lines(p.stderr)), f"{mode}: said",
+                describe(p))
+    p = run([NANOPROBE, "count", "--no-follow", f"{FORKER}:add_item", "--", FORKER, "exec", "3"])
+    R.check(re.search(r"^add_item\s+1$", p.stdout, re.M) is not None and
+            untraced_lines(p.stderr), "count --no-follow: the parent's call, the rest said",
+            describe(p))
+
+
+@case
+def a_static_program_is_said_untraced():
+    if not STATIC or not os.path.exists(STATIC):
+        R.skip("static", "no static libc to build static_hello")
+        return
+    p = run([NANOPROBE, "run", "-e", PER_PID, "--", FORKER, "run", "1", STATIC])
+    lines = untraced_lines(p.stderr)
+    R.check("static hello" in p.stdout, "it ran", describe(p))
+    R.check(len(lines) == 1 and STATIC in lines[0] and "statically linked" in lines[0],
+            "said, with why", describe(p))
+
+
+class Serve:
+    """forker --serve: a line in, its processes' lines out, then "done"."""
+
+    def __init__(self):
+        self.p = subprocess.Popen([FORKER, "--serve"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                  env=ENV, start_new_session=True)
+        self.pid = self.p.pid
+        self.buf = b""
+        assert self.readline() == "ready"
+
+    def readline(self):
+        """A line, read with os.read: a buffered reader may hold lines that
+        select() then does not see."""
+        fd = self.p.stdout.fileno()
+        deadline = time.monotonic() + TIMEOUT
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode().strip()
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = []
+        while True:
+            l = self.readline()
+            if l in (None, "done"):
+                return "\n".join(out)
+            out.append(l)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=TIMEOUT)
+
+
+def session_ready(proc):
+    """nanoprobe maps the agents' memory once the first is set up."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/maps") as f:
+                if "nanoprobe-rings" in f.read():
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def ptrace_allowed():
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return f.read().strip() == "0" or os.geteuid() == 0
+    except OSError:
+        return True
+
+
+def attach(*pids, extra=()):
+    args = [NANOPROBE, "run", "-e", PER_PID, *extra]
+    for pid in pids:
+        args += ["-p", str(pid)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV, start_new_session=True)
+    return proc, session_ready(proc)
+
+
+def end(proc):
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    return out, err
+
+
+@case
+def a_running_process_and_its_children():
+    """-p: forked children are followed; programs they exec cannot take the
+    agent (no agent in their environment), and are said to be untraced."""
+    if not ptrace_allowed():
+        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
+        return
+    srv = Serve()
+    try:
+        proc, ready = attach(srv.pid)
+        R.check(ready, "session set up")
+        forked = ran(srv.ask("fork 3"))
+        execd = ran(srv.ask("exec 2"))
+        spawned = ran(srv.ask("spawn 2"))
+        out, err = end(proc)
+        child = max(forked)
+        got = counted(out)
+        R.eq(got.get(srv.pid), 3, "the process's own calls", f"{out}\n{err}")
+        R.eq(got.get(child), 3, "its forked child's, under the child's pid", f"{out}\n{err}")
+        lines = untraced_lines(err)
+        for pid in (max(execd), max(spawned)):
+            R.check(any(f"process {pid} " in l and "-p" in l for l in lines),
+                    f"the program exec'd as {pid} said untraced", f"{out}\n{err}")
+        R.eq(set(got) - {srv.pid, child}, set(), "nobody else", f"{out}\n{err}")
+        after = ran(srv.ask("fork 2"))
+        R.eq(len(after), 2, "the process goes on after the session")
+    finally:
+        srv.close()
+
+
+@case
+def several_running_processes_are_one_session():
+    if not ptrace_allowed():
+        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
+        return
+    a, b = Serve(), Serve()
+    try:
+        orig = site_bytes(a.pid)[1]
+        proc, ready = attach(a.pid, b.pid)
+        deadline = time.monotonic() + TIMEOUT  # the second agent joins after the first
+        while ready and time.monotonic() < deadline and (site_bytes(a.pid)[0] == orig or
+                                                          site_bytes(b.pid)[0] == orig):
+            time.sleep(0.01)
+        R.check(ready and site_bytes(b.pid)[0] != orig, "both processes probed")
+        ra = ran(a.ask("fork 2"))
+        rb = ran(b.ask("fork 4"))
+        out, err = end(proc)
+        R.eq(counted(out), {**ra, **rb}, "both processes and their children", out + err)
+    finally:
+        a.close()
+        b.close()
+
+
+def site_bytes(pid):
+    """add_item's first bytes in pid's memory, and in the file."""
+    out = subprocess.run(["nm", FORKER], capture_output=True, text=True).stdout
+    vaddr = int(re.search(r"^([0-9a-f]+) T add_item$", out, re.M).group(1), 16)
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            cols = line.split()
+            if len(cols) >= 6 and cols[5] == FORKER and cols[2] == "00000000":
+                base = int(cols[0].split("-")[0], 16)
+                break
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(base + vaddr)
+        now = m.read(5)
+    with open(FORKER, "rb") as f:
+        f.seek(vaddr)  # a PIE's text: file offset == vaddr for the first segments
+        orig = f.read(5)
+    return now, orig
+
+
+@case
+def a_child_that_outlives_the_session_gets_its_code_back():
+    """-d ends the session while a forked child sleeps: the child's own agent
+    thread removes its probes, as the parent's does."""
+    if not ptrace_allowed():
+        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
+        return
+    srv = Serve()
+    try:
+        proc, ready = attach(srv.pid, extra=("-d", "1"))
+        R.check(ready, "session set up")
+        child = int(re.search(r"child=(\d+)", srv.ask("linger 3")).group(1))
+        now, orig = site_bytes(child)
+        R.check(now != orig, "the child has the probe while the session runs")
+        out, err = proc.communicate(timeout=TIMEOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and site_bytes(child)[0] != orig:
+            time.sleep(0.01)
+        R.eq(site_bytes(child)[0], orig, "and not after", f"{out}\n{err}")
+    finally:
+        srv.close()
+
+
+def main():
+    return run_cases(R, CASES, [NANOPROBE, FORKER], sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
