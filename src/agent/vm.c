@@ -659,7 +659,10 @@ int np_vm_run(const struct np_vm_env *env, uint32_t block)
 			uint64_t *f = (uint64_t *)(scratch + i->imm);
 			for (uint32_t k = 0; k <= e0; k++)
 				f[k] = 0;
-			f[0] = walk_stack(env, f + 1, e0);
+			/* the process's pid above the count: a stack is named
+			 * with its own process's mappings, and two processes'
+			 * stacks are two keys, as bpftrace keys them */
+			f[0] = walk_stack(env, f + 1, e0) | env->pid << 32;
 			break;
 		}
 		case VM_MGET:

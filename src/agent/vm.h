@@ -83,7 +83,7 @@ enum np_vm_op {
 	VM_STREQ,    /* wide: dst = scratch + imm and scratch + ext0 hold the same
 		      * string within ext1 bytes */
 	VM_COMM,     /* wide: scratch + imm = the thread's name, ext1 bytes */
-	VM_USTACK,   /* wide: scratch + imm = u64 count, then ext0 frames */
+	VM_USTACK,   /* wide: scratch + imm = u64 count | pid << 32, then ext0 frames */
 	/* maps: imm is the map, ext0 the key's scratch offset */
 	VM_MGET,     /* wide: dst = value (ints); blob values: copied to scratch + ext1 */
 	VM_MSET,     /* wide: value = a (ints); blob values: from scratch + ext1 */

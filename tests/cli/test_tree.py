@@ -103,6 +103,20 @@ def every_way_of_making_a_child_is_followed():
 
 
 @case
+def stacks_are_named_with_their_own_process_mappings():
+    """A program the tree execs has its own layout: its stacks are named
+    with its mappings (the stack key holds the pid, as bpftrace's does)."""
+    p = run([NANOPROBE, "run", "-e", f"uprobe:{FORKER}:add_item {{ @[pid, ustack(2)] = count(); }}",
+             "--", FORKER, "exec", "2"])
+    stacks = re.findall(r"^@\[(\d+), \n((?:    .*\n)+)\]: (\d+)$", p.stdout, re.M)
+    want = ran(p.stdout)
+    R.eq({int(pid): int(n) for pid, _, n in stacks}, want, "a stack per process", describe(p))
+    frames = [f.strip() for _, fs, _ in stacks for f in fs.splitlines()]
+    R.check(frames and all(f.startswith(("add_item+", "run+", "main+")) for f in frames),
+            "every frame named", describe(p))
+
+
+@case
 def count_adds_up_the_tree():
     """The issue's case: count printed the parent's calls only."""
     for mode in ("fork", "spawn", "chain"):

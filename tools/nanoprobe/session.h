@@ -85,6 +85,9 @@ struct session_ops {
 	void (*on_record)(const unsigned char *rec, uint32_t len, int tid, const char *comm,
 			  void *cookie);
 	void (*on_reap)(uint32_t ring, void *cookie);
+	/* a process joined the session (a root, a child, an exec'd image),
+	 * while it lives: its mappings can be read now */
+	void (*on_join)(pid_t pid, void *cookie);
 };
 
 /* How the agent read the time stamps (proto.h, np_shm_header.clock), as

@@ -553,6 +553,8 @@ static int join(struct tree *tr, int fd, pid_t pid, const struct np_msg_join *j,
 		return 0;
 	}
 	joined++;
+	if (tr->ops->on_join)
+		tr->ops->on_join(pid, tr->ops->cookie);
 	if (c->root && j->kind == NP_JOIN_IMAGE && !tr->o->cmd)
 		launch_inject_connected(pid); /* -p: the masks its threads block */
 	if (stopping(tr) || tr->detach_sent) { /* too late: nothing to place */

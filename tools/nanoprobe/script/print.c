@@ -26,19 +26,36 @@ static char *dupf(const char *fmt, ...)
 }
 
 /* bpftrace's usym: the function alone; its ustack frames: func+offset. */
-static char *sym_text(struct script_rt *rt, uint64_t addr, bool offset)
+/* The mappings of process pid, else the first process's. */
+static struct symbolizer *sym_of(const struct script_rt *rt, pid_t pid)
+{
+	for (size_t i = 0; pid && i < rt->nsyms; i++)
+		if (rt->syms[i].pid == pid)
+			return rt->syms[i].sym;
+	return rt->sym;
+}
+
+static char *sym_in(struct symbolizer *s, uint64_t addr, bool offset)
 {
 	uint64_t off = 0;
-	const char *fn = rt->sym ? symbolize_fn(rt->sym, addr, &off) : NULL;
+	const char *fn = s ? symbolize_fn(s, addr, &off) : NULL;
 	if (!fn)
 		return dupf("0x%llx", (unsigned long long)addr);
 	return offset ? dupf("%s+%llu", fn, (unsigned long long)off) : dupf("%s", fn);
 }
 
+static char *sym_text(struct script_rt *rt, uint64_t addr, bool offset)
+{
+	return sym_in(rt->sym, addr, offset);
+}
+
+/* VM_USTACK's: the count, the process's pid above it, the frames. */
 static char *stack_text(struct script_rt *rt, const uint8_t *p, int indent)
 {
 	uint64_t n;
 	memcpy(&n, p, 8);
+	struct symbolizer *sym = sym_of(rt, (pid_t)(n >> 32));
+	n &= 0xffffffffu;
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&s, &len);
@@ -50,7 +67,7 @@ static char *stack_text(struct script_rt *rt, const uint8_t *p, int indent)
 		memcpy(&a, p + 8 + 8 * i, 8);
 		if (!a)
 			break;
-		char *t = sym_text(rt, a, true);
+		char *t = sym_in(sym, a, true);
 		fprintf(f, "%*s%s\n", indent, "", t);
 		free(t);
 	}

@@ -212,6 +212,31 @@ static void on_reap(uint32_t i, void *cookie)
 		memset(area, 0, len);
 }
 
+/* A process of the tree: its own mappings name its stacks (VM_USTACK
+ * records its pid), read now while it lives and again at the end. */
+static void on_join(pid_t pid, void *cookie)
+{
+	struct run *r = cookie;
+	char link[64], exe[NP_PATH_MAX];
+	for (size_t i = 0; i < r->rt.nsyms; i++)
+		if (r->rt.syms[i].pid == pid) {
+			symbolizer_refresh(r->rt.syms[i].sym); /* an exec'd image */
+			return;
+		}
+	struct pid_sym *v = realloc(r->rt.syms, (r->rt.nsyms + 1) * sizeof(*v));
+	if (!v)
+		return;
+	r->rt.syms = v;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	struct symbolizer *s = symbolizer_new(pid, n > 0 ? exe : r->main_path);
+	if (!s)
+		return;
+	symbolizer_refresh(s);
+	v[r->rt.nsyms++] = (struct pid_sym){pid, s};
+}
+
 static void on_interval(const struct totals *t, void *cookie)
 {
 	(void)t;
@@ -604,6 +629,8 @@ static void run_alone(struct run *r)
 
 static void finish(struct run *r)
 {
+	for (size_t i = 0; i < r->rt.nsyms; i++) /* what they loaded since they joined */
+		symbolizer_refresh(r->rt.syms[i].sym);
 	r->ending = true;
 	run_kind(r, PK_END);
 	if (!r->rt.json)
@@ -612,11 +639,20 @@ static void finish(struct run *r)
 	fflush(r->rt.out);
 }
 
+static bool uses_stacks(const struct program *p)
+{
+	for (struct probe *pr = p->probes; pr; pr = pr->next)
+		if (pr->uses_ustack)
+			return true;
+	return false;
+}
+
 static int run_session(struct run *r)
 {
 	struct session_ops ops = {
 		.on_interval = has_kind(&r->prog, PK_INTERVAL) ? on_interval : NULL, .cookie = r,
 		.on_begin = on_begin, .on_record = on_record, .on_reap = on_reap,
+		.on_join = uses_stacks(&r->prog) ? on_join : NULL,
 	};
 	struct totals t;
 	r->o.script = r->comp.prog;
@@ -702,6 +738,9 @@ static void run_free(struct run *r)
 		free(r->rt.shared);
 	if (r->rt.sym)
 		symbolizer_free(r->rt.sym);
+	for (size_t i = 0; i < r->rt.nsyms; i++)
+		symbolizer_free(r->rt.syms[i].sym);
+	free(r->rt.syms);
 	free(r->rt.fold);
 	free(r->cmd_ring);
 	free(r->cmd_data);

@@ -28,7 +28,13 @@ struct script_rt {
 	/* the command's own thread area: its BEGIN, END and interval blocks,
 	 * and the entries of threads that exited, folded in */
 	uint8_t *fold;
-	struct symbolizer *sym;
+	struct symbolizer *sym;  /* the first process's mappings */
+	/* every process that joined (scripts with stacks): its own */
+	struct pid_sym {
+		pid_t pid;
+		struct symbolizer *sym;
+	} *syms;
+	size_t nsyms;
 	FILE *out;
 	bool json;
 };
