@@ -2,6 +2,8 @@
 # Script costs, nanoprobe run against bpftrace, the same script on the same
 # loop in one run (docs/performance.md, "Scripts"). As root, with bpftrace.
 #   bench/scripts.sh [BUILD]     (default build)
+#   bench/scripts.sh BUILD usdt  the usdt probe bench:work instead, and a
+#                                uprobe on its function, in the same run
 # ns per call of work(): the best of 5 runs each (3 for bpftrace, fewer calls),
 # in thread CPU time, minus the unprobed loop's.
 B=${1:-build}
@@ -9,6 +11,22 @@ NP=$B/tools/nanoprobe/nanoprobe
 LOOP=$B/bench/script-loop
 best() { sort -n | head -1; }
 ns() { sed -n 's/ ns\/call.*//p'; }
+if [ "$2" = usdt ]; then
+	base=$(for i in 1 2 3 4 5; do $LOOP 1000000 usdt | ns; done | best)
+	echo "unprobed (work_usdt): $base ns/call"
+	while read -r name script; do
+		s=$(echo "$script" | sed "s|LOOP|$LOOP|")
+		a=$(for i in 1 2 3 4 5; do $NP run -e "$s" -- $LOOP 1000000 usdt | ns; done | best)
+		b=$(for i in 1 2 3; do bpftrace -e "$s" -c "$LOOP 20000 usdt" 2>/dev/null | ns; done | best)
+		printf '%-22s nanoprobe %8.1f   bpftrace %9.1f   ns per hit\n' "$name" \
+			"$(echo "$a - $base" | bc)" "$(echo "$b - $base" | bc)"
+	done <<'SCRIPTS'
+uprobe_count uprobe:LOOP:work_usdt { @c = count(); }
+usdt_count usdt:LOOP:bench:work { @c = count(); }
+usdt_count_by_arg usdt:LOOP:bench:work { @[arg0 & 63] = count(); }
+SCRIPTS
+	exit 0
+fi
 base=$(for i in 1 2 3 4 5; do $LOOP 1000000 | ns; done | best)
 echo "unprobed: $base ns/call"
 # the engine's own floor in this run: nanoprobe count's handler, one increment
