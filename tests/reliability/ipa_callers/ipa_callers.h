@@ -15,6 +15,16 @@
 
 #include <stddef.h>
 
+/* A callee that stays a callee of its own (no inlining, no clone with
+ * another convention), so that its caller relies on what its bytes
+ * write. clang has no noclone and does no interprocedural register
+ * allocation: noinline alone. */
+#if defined(__clang__)
+#define NOIPA_CALLEE __attribute__((noinline))
+#else
+#define NOIPA_CALLEE __attribute__((noinline, noclone))
+#endif
+
 struct ipa_out {
 	char text[4096];
 	size_t len;

@@ -7,8 +7,6 @@
  */
 #include "ipa_callers.h"
 
-#define NOIPA_CALLEE __attribute__((noinline, noclone))
-
 static NOIPA_CALLEE long h(long i)
 {
 	return i * 3 + 1;

@@ -7,8 +7,6 @@
  */
 #include "ipa_callers.h"
 
-#define NOIPA_CALLEE __attribute__((noinline, noclone))
-
 static NOIPA_CALLEE unsigned long step(unsigned long x)
 {
 	return x * 6364136223846793005ul + 1442695040888963407ul;

@@ -9,8 +9,6 @@
  */
 #include "ipa_callers.h"
 
-#define NOIPA_CALLEE __attribute__((noinline, noclone))
-
 static NOIPA_CALLEE long hash(long x)
 {
 	return (x * 2654435761l) % 1000003;
