@@ -411,13 +411,26 @@ static uint64_t (*volatile cn_p)(uint64_t) = cn;
  * breakpoint of an unwinder's guard is handled, away from the stack the
  * unwinder walks: arg, a buffer on the main thread's stack, above every
  * thread stack. */
+static void cn_altstack_back(void *old)
+{
+	/* the thread's own alternate stack back before it ends: ASan unmaps
+	 * whatever alternate stack a thread has when it ends, and this one
+	 * is a buffer on another thread's stack */
+	if (old)
+		sigaltstack(old, NULL);
+}
+
 static void *cn_thread(void *arg)
 {
-	stack_t ss = {.ss_sp = arg, .ss_size = 64 << 10};
+	stack_t ss = {.ss_sp = arg, .ss_size = 64 << 10}, old;
+	uint64_t r;
 
-	if (arg && sigaltstack(&ss, NULL) != 0)
+	if (arg && sigaltstack(&ss, &old) != 0)
 		return NULL;
-	return (void *)(uintptr_t)cn_p(4);
+	pthread_cleanup_push(cn_altstack_back, arg ? &old : NULL);
+	r = cn_p(4);
+	pthread_cleanup_pop(1);
+	return (void *)(uintptr_t)r;
 }
 
 TEST(pthread_cancel_of_a_thread_inside_probed_frames_unwinds_it_and_counts_them)

@@ -324,7 +324,10 @@ static void lhist_json(FILE *f, const struct np_vm_map *m, const uint64_t *b)
 static char *agg_text(struct script_rt *rt, const struct np_vm_map *m, const struct map_info *mi,
 		      const uint64_t *w, uint64_t div)
 {
-	int64_t avg = w[0] ? (int64_t)w[1] / (int64_t)w[0] : 0;
+	/* w holds one word for count, two for the rest: read w[1] only there */
+	int64_t avg = m->agg == VM_AGG_AVG || m->agg == VM_AGG_STATS
+			      ? (w[0] ? (int64_t)w[1] / (int64_t)w[0] : 0)
+			      : 0;
 	switch (m->agg) {
 	case VM_AGG_COUNT: return dupf("%llu", (unsigned long long)(w[0] / div));
 	case VM_AGG_SUM: case VM_AGG_MIN: case VM_AGG_MAX: {
