@@ -166,13 +166,14 @@ def a_static_program_is_said_untraced():
 class Serve:
     """forker --serve: a line in, its processes' lines out, then "done"."""
 
-    def __init__(self):
-        self.p = subprocess.Popen([FORKER, "--serve"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    def __init__(self, under=(), stderr=subprocess.DEVNULL):
+        self.p = subprocess.Popen([*under, FORKER, "--serve"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True,
                                   env=ENV, start_new_session=True)
         self.pid = self.p.pid
         self.buf = b""
-        assert self.readline() == "ready"
+        while (line := self.readline()) != "ready":  # after what a command above says
+            assert line is not None and under, line
 
     def readline(self):
         """A line, read with os.read: a buffered reader may hold lines that
@@ -203,6 +204,42 @@ class Serve:
     def close(self):
         self.p.stdin.close()
         self.p.wait(timeout=TIMEOUT)
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@case
+def a_note_read_after_its_sender_went_is_said():
+    """An untraced child says so as it starts, and may have exited and been
+    reaped before the session reads it: nanoprobe is stopped meanwhile."""
+    srv = Serve([NANOPROBE, "run", "--no-follow", "-e", PER_PID, "--"], subprocess.PIPE)
+    nano = srv.p
+    if not R.check(session_ready(nano), "session set up"):
+        nano.kill()
+        return
+    os.kill(nano.pid, signal.SIGSTOP)
+    try:
+        said = srv.ask("exec 3")
+        srv.p.stdin.close()
+        pids = sorted(ran(said))
+        deadline = time.monotonic() + TIMEOUT
+        while pids and not zombie(pids[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the program exits while nanoprobe is stopped
+        R.check(len(pids) == 2 and zombie(pids[0]), "parent and child ran and went", said)
+    finally:
+        os.kill(nano.pid, signal.SIGCONT)
+    out = srv.buf.decode() + nano.stdout.read()
+    err = nano.stderr.read()
+    nano.wait(timeout=TIMEOUT)
+    child = f"process {pids[-1]} " if len(pids) == 2 else "?"
+    R.check(any(child in l and "does not follow the programs it runs" in l
+                for l in untraced_lines(err)), "the child is said untraced", out + err)
 
 
 def session_ready(proc):

@@ -58,6 +58,7 @@
 #define JOIN_TIMEOUT_MS 2000 /* a connection says JOIN first, at once */
 #define EXEC_GRACE_MS 1000   /* an exec'd image's agent connects by then */
 #define POLL_MS 10
+#define ACCEPTS_PER_ROUND 64 /* then the agents' messages get their turn */
 #define REAP_EVERY_MS 500
 #define UNTRACED_LISTED 10 /* processes named in the report; the rest counted */
 
@@ -580,6 +581,15 @@ static int join(struct tree *tr, int fd, pid_t pid, const struct np_msg_join *j,
 
 static void conn_closed(struct tree *tr, struct conn *c);
 
+/* A JOIN from our tree. A note (an exec to come, a process not followed)
+ * may be read after its sender exited and was reaped: its own ancestry is
+ * gone from /proc then, so the parent it named answers. */
+static bool join_ours(const struct tree *tr, const struct np_msg_join *j)
+{
+	bool note = j->kind == NP_JOIN_UNTRACED || j->kind == NP_JOIN_EXEC;
+	return belongs(tr, j->pid) || (note && belongs(tr, j->ppid));
+}
+
 static int accept_one(struct tree *tr, char *err, size_t errlen)
 {
 	struct np_msg_join j;
@@ -592,7 +602,7 @@ static int accept_one(struct tree *tr, char *err, size_t errlen)
 	for (size_t i = 0; i < tr->nc; i++)
 		if (tr->c[i].fd >= 0 && !read_all(tr, &tr->c[i]))
 			conn_closed(tr, &tr->c[i]);
-	if (!peer_ok(fd, &pid) || !read_join(fd, &j) || j.pid != pid || !belongs(tr, pid)) {
+	if (!peer_ok(fd, &pid) || !read_join(fd, &j) || j.pid != pid || !join_ours(tr, &j)) {
 		close(fd); /* someone else: ignore */
 		return 0;
 	}
@@ -715,6 +725,15 @@ static void detach_all(struct tree *tr)
 		}
 }
 
+/* A connection waits to be accepted (a child's note may wait behind
+ * another, and must be read before the last agent's close ends the
+ * session). */
+static bool queued(const struct tree *tr)
+{
+	struct pollfd l = {tr->s->lfd, POLLIN, 0};
+	return poll(&l, 1, 0) == 1 && (l.revents & POLLIN);
+}
+
 /* Every connection's messages now; a closed one is let go. */
 static void read_conns(struct tree *tr, int ms)
 {
@@ -730,9 +749,10 @@ static void read_conns(struct tree *tr, int ms)
 				conn_closed(tr, &tr->c[i]);
 	bool incoming = p[0].revents & POLLIN;
 	free(p);
-	if (incoming) {
+	for (int n = 0; incoming && n < ACCEPTS_PER_ROUND; n++) {
 		char err[512];
 		accept_one(tr, err, sizeof(err));
+		incoming = queued(tr);
 	}
 }
 
@@ -748,7 +768,7 @@ static bool finished(struct tree *tr, uint64_t t)
 {
 	if (tr->detach_sent)
 		return !open_conns(tr) || t - tr->detach_sent > DETACH_TIMEOUT_MS;
-	return !open_conns(tr) && !tr->ngone;
+	return !open_conns(tr) && !tr->ngone && !queued(tr);
 }
 
 /* Read events until every agent has gone or the session is stopped (-d,
