@@ -119,8 +119,12 @@ int np_fn_view_load(struct fn_view *v, uint64_t addr, uint64_t fstart, size_t fs
 	if (v->len == 0)
 		return -EFAULT;
 	np_fn_view_analyse(v, &(struct np_mem){view_read, NULL, NULL});
-	/* branches from the neighbours into the bytes a patch may displace */
-	np_neighbor_targets(addr, NP_NEIGHBOR_SPAN, add_target, v);
+	/* Branches from the neighbours into the bytes a patch may displace:
+	 * from the instruction before addr (where a jump goes when none fits
+	 * at addr, taking addr in: a branch onto addr is then inside it) to
+	 * the most a jump and what it absorbs can cover after it. */
+	uint64_t lo = addr > np_host_isa->max_insn ? addr - np_host_isa->max_insn : 0;
+	np_neighbor_targets(lo, addr + NP_NEIGHBOR_SPAN - lo, add_target, v);
 	return 0;
 }
 

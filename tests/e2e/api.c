@@ -999,6 +999,8 @@ uint64_t api_nb_tail(uint64_t x);
 uint64_t api_nb_target(uint64_t x);
 uint64_t api_far_tail(uint64_t x);
 uint64_t api_far_target(uint64_t x);
+uint64_t api_nb_onto(void);
+uint64_t api_nb_onto_tail(void);
 
 #if defined(__x86_64__)
 TEST(a_jump_from_a_neighbour_into_the_first_bytes_keeps_them_in_place)
@@ -1039,6 +1041,30 @@ TEST(a_jump_from_far_away_into_the_first_bytes_keeps_them_in_place)
 	CHECK_EQ(api_far_tail(5), 6);
 	CHECK_EQ(api_far_target(5), 16);
 	CHECK_EQ(c.hits, 1);
+	CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+/* No jump of its own fits at api_nb_onto+8; the one at the instruction
+ * before would cover it, but a neighbour jumps onto it: it traps. */
+TEST(a_jump_from_a_neighbour_onto_the_site_keeps_the_instruction_before_in_place)
+{
+	static const uint8_t code[] = {0x55, 0x53, 0x52, 0x31, 0xc0, 0x83,
+				       0xc8, 0x5a, 0x5a, 0x5b, 0x5d, 0xc3};
+	uint8_t *site = (uint8_t *)(uintptr_t)api_nb_onto + 8;
+	struct e2e_counter c = {.addr = (uintptr_t)site};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_AUTO);
+
+	CHECK(memcmp((void *)(uintptr_t)api_nb_onto, code, sizeof(code)) == 0);
+	struct np_probe *p = np_probe_attach(site, &o);
+	CHECK(p);
+	if (!p)
+		return;
+	bool trap = np_probe_strategy(p) == NP_STRATEGY_TRAP;
+	CHECK(trap);
+	CHECK_EQ(api_nb_onto(), 0x5a);
+	if (trap) /* a jump at +5 sends the neighbour's jump into its middle */
+		CHECK_EQ(api_nb_onto_tail(), 0x5a);
+	CHECK_EQ(c.hits, trap ? 2 : 1);
 	CHECK_EQ(e2e_detach_free(p), 0);
 }
 #elif defined(__aarch64__)
