@@ -161,6 +161,8 @@ struct np_isa {
 	unsigned max_insn;    /* longest instruction */
 	unsigned insn_align;  /* instruction alignment (1 on x86) */
 	uint64_t jump_reach;  /* +/- range of the JUMP patch */
+	const char *jump_name;     /* the JUMP patch, as users read it: "jmp rel32" */
+	const char *jump_via_name; /* emit_jump_via's: "auipc+jalr"; NULL: none */
 
 	/* Decode and classify one instruction. 0, or -EILSEQ (invalid),
 	 * -ENODATA (avail too short). */

@@ -256,11 +256,6 @@ static uint64_t near_place(const struct an_func *f, uint64_t pc)
 	return 0;
 }
 
-static const char *short_form(const struct np_isa *isa)
-{
-	return !strcmp(isa->name, "riscv64") ? "jal" : !strcmp(isa->name, "arm64") ? "b"
-											: "jmp rel32";
-}
 
 static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 {
@@ -268,11 +263,11 @@ static bool plan_short(const struct an_func *f, uint64_t pc, struct an_site *s)
 	bool falls;
 
 	if (!place)
-		return why_not(s, "no trampoline place within %s's reach", short_form(f->isa));
+		return why_not(s, "no trampoline place within %s's reach", f->isa->jump_name);
 	if (!cover(f, pc, f->isa->jump_len, &end, &falls, s) ||
 	    !relocates(f, pc, end, falls, place, s))
 		return false;
-	s->form = short_form(f->isa);
+	s->form = f->isa->jump_name;
 	s->start = pc;
 	s->end = end;
 	s->place = place;
@@ -289,7 +284,7 @@ static uint64_t far_offset(const struct np_isa *isa)
 
 const char *an_long_form(const struct np_isa *isa)
 {
-	return !strcmp(isa->name, "arm64") ? "adrp+add+br" : "auipc+jalr";
+	return isa->jump_via_name;
 }
 
 /* The long patch's bytes, where the jump back of "free both ways" lands:

@@ -24,6 +24,7 @@ const struct np_isa np_isa_x86_64 = {
 	.max_insn = 15,
 	.insn_align = 1,
 	.jump_reach = 0x7fff0000, /* rel32, less a margin for the jump's own length */
+	.jump_name = "jmp rel32",
 	.decode = x86_decode,
 	.format = x86_format,
 	.relocate = x86_relocate,
