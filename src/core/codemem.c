@@ -14,7 +14,6 @@
  */
 #include "core/internal.h"
 #include "core/maps.h"
-#include "core/plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -211,7 +210,7 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 	 * (plan.c, np_plan_pun): one chunk serves both kinds of jump, and a
 	 * program reading /proc/self/maps sees the same mappings whichever
 	 * the probes got */
-	struct chunk *c = chunk_new(near ? np_plan_chunk_aim(near) : 0, near, reach, false);
+	struct chunk *c = chunk_new(near ? np_plan_chunk_aim(np_host_isa, near) : 0, near, reach, false);
 	if (!c)
 		return 0;
 	c->used = len;

@@ -65,8 +65,7 @@ bool np_fde_table(uint64_t addr, struct np_fde_table *t)
 	if (!l.hdr)
 		return false;
 	const uint8_t *h = (const uint8_t *)(uintptr_t)l.hdr;
-	if (h[0] != 1 || h[1] != (DW_EH_PE_pcrel | DW_EH_PE_sdata4) ||
-	    h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+	if (!np_eh_frame_hdr_known(h)) /* the table np_eh_frame_hdr_starts reads */
 		return false;
 	memcpy(&t->n, h + 8, sizeof(t->n));
 	t->e = (const int32_t *)(h + 12);

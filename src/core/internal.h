@@ -29,6 +29,7 @@
 
 #include "arch/arch.h"
 #include "host/host.h" /* the host runtime's contract */
+#include "plan/plan.h"
 
 /* Counter slots per thread: as many probes as the command can name (its
  * records number them in 16 bits). A thread's block is mostly untouched
@@ -36,7 +37,7 @@
 #define NP_MAX_PROBES 65536
 #define NP_SHADOW_DEPTH 16384  /* return probes outstanding per thread */
 #define NP_MAX_THREAD_BLOCKS 4096 /* threads with state at once (thread.c) */
-#define NP_MAX_REGION_INSNS 16 /* instructions one region may displace */
+#define NP_MAX_REGION_INSNS NP_PLAN_MAX_INSNS /* instructions one region may displace */
 #define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */
 
 struct np_site;
@@ -393,15 +394,7 @@ struct np_entry {
 };
 bool np_entry_find(uint64_t addr, uint64_t func_start, size_t func_size, struct np_entry *out);
 
-/* Function bounds. */
-struct np_func_bounds {
-	uint64_t start, end;  /* the function, [start, end) */
-	uint64_t limit;       /* first address owned by something else */
-	bool known;
-	bool called;          /* start is an ELF symbol's entry, reached by calls
-			       * (not GCC's .cold part): the calling convention
-			       * holds there */
-};
+/* Function bounds (struct np_func_bounds: plan/plan.h). */
 int np_symbol_bounds(uint64_t addr, struct np_func_bounds *out);
 /* Room for one more element in the array *v (n used of *cap), doubling
  * it; false when out of memory (symbols.c). */
@@ -421,7 +414,6 @@ int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
 uint32_t np_module_features(uint64_t addr);
 /* Direct branches of the functions around addr (neighbors.c) that land in
  * (addr, addr + span): passed to add. */
-#define NP_NEIGHBOR_SPAN 32
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie);
 /* What the functions of the module mapped at addr do to each other's

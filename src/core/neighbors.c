@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Branches from the functions around a site into it.
+ * The module's branches into its functions, and its register summaries,
+ * for the plans made in this process (plan_host.c).
  *
- * The planner decodes the probed function for branch targets, but
- * hand-written code also jumps into the middle of its neighbours: glibc's
+ * Every function of a module is decoded once, at the first attach in it,
+ * found through the module's .eh_frame_hdr search table (fde.c: every
+ * function with unwind info, named or not, stripped or not), and what it
+ * branches to outside itself is kept (src/plan/targets.c): glibc's
  * __mempcpy_avx512_unaligned_erms ends with a jump to the second
- * instruction of __memmove_avx512_unaligned_erms. A patch displacing that
- * instruction would send the jump into the middle of our jmp. So the
- * functions near the site are decoded too, found through the module's
- * .eh_frame_hdr search table (fde.c: every function with unwind info,
- * named or not, stripped or not), and their direct branches that land
- * just after the site count as targets of the probed function. A table
- * fde.c cannot read means no neighbour scan.
+ * instruction of __memmove_avx512_unaligned_erms, which a patch must not
+ * displace. A table fde.c cannot read means no neighbour scan.
  *
  * On ISAs whose plans need free registers (np_isa.relocate_via) the same
  * scan can feed the module's register summaries (src/arch/regsum.h):
@@ -26,24 +24,19 @@
  */
 #include "arch/regsum.h"
 #include "core/internal.h"
-#include "core/plan.h" /* np_read_original */
+#include "core/plan_host.h" /* np_read_original */
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FUNCTION 65536 /* bytes decoded of one function at most */
-
 /* --- the cache ------------------------------------------------------------
- * Every function of a module is decoded once, at the first attach in it,
- * and what it branches to outside itself is kept, sorted, in one array for
- * all modules. A module loaded later does not change the code of those
- * already scanned; one unloaded may have its addresses reused, so then
- * everything is forgotten (dl_phdr_info's subs counter says when). Engine
- * lock held. */
+ * The targets of every module scanned, sorted, in one array. A module
+ * loaded later does not change the code of those already scanned; one
+ * unloaded may have its addresses reused, so then everything is forgotten
+ * (dl_phdr_info's subs counter says when). Engine lock held. */
 struct cache {
-	uint64_t *targets; /* branches out of their function, sorted, unique */
-	size_t ntargets, cap_t;
+	struct np_targets targets; /* branches out of their function */
 	uint64_t *modules; /* .eh_frame_hdr of the modules scanned */
 	size_t nmodules, cap_m;
 	struct np_regsum **sums; /* each module's, or NULL: cap_m of them */
@@ -66,95 +59,20 @@ static bool push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 	return true;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* v[0, sorted) is sorted; sort v[sorted, n) and merge the two runs. */
-static void sort_tail(uint64_t *v, size_t n, size_t sorted)
-{
-	qsort(v + sorted, n - sorted, sizeof(*v), cmp_u64);
-	uint64_t *tmp = sorted ? malloc(n * sizeof(*v)) : NULL;
-	if (!tmp) {
-		if (sorted)
-			qsort(v, n, sizeof(*v), cmp_u64);
-		return;
-	}
-	size_t a = 0, b = sorted, k = 0;
-	while (a < sorted || b < n)
-		tmp[k++] = b >= n || (a < sorted && v[a] <= v[b]) ? v[a++] : v[b++];
-	memcpy(v, tmp, n * sizeof(*v));
-	free(tmp);
-}
-
-/* Sorted v without repeats (most targets are functions called from many
- * places); the new length. */
-static size_t dedupe(uint64_t *v, size_t n)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (k == 0 || v[k - 1] != v[i])
-			v[k++] = v[i];
-	return k;
-}
-
-static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static void cache_reset_if_stale(unsigned long long subs)
 {
 	if (subs == cache.subs)
 		return;
 	for (size_t i = 0; i < cache.nmodules && cache.sums; i++)
 		np_regsum_free(cache.sums[i]);
-	cache.ntargets = cache.nmodules = 0;
+	cache.targets.n = cache.nmodules = 0;
 	cache.subs = subs;
-}
-
-struct range {
-	uint64_t lo, hi; /* the function being decoded */
-	bool ok;
-};
-
-static void keep_outside(void *cookie, uint64_t target)
-{
-	struct range *r = cookie;
-	if ((target < r->lo || target >= r->hi) &&
-	    !push(&cache.targets, &cache.ntargets, &cache.cap_t, target))
-		r->ok = false;
 }
 
 static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
 {
 	(void)cookie;
 	return np_read_original(addr, dst, len);
-}
-
-/* Decode [start, end); its outward branches join the cache. */
-static void scan(uint64_t start, uint64_t end)
-{
-	size_t len = end - start < MAX_FUNCTION ? end - start : MAX_FUNCTION;
-	uint8_t *code = malloc(len);
-	struct range r = {start, start + len, true};
-	if (!code)
-		return;
-	if (np_read_original(start, code, len) == 0)
-		np_host_isa->branch_targets(code, len, start,
-					    &(struct np_mem){read_code, NULL, NULL}, keep_outside,
-					    &r);
-	free(code);
 }
 
 /* Modules whose every function has been decoded (by .eh_frame_hdr
@@ -236,15 +154,15 @@ static struct np_regsum *summarise(const struct np_fde_table *t)
  * anywhere in it (a hot function and its .cold part are far apart). */
 static void scan_module(const struct np_fde_table *t)
 {
-	size_t targets_before = cache.ntargets, cap = cache.cap_m;
-	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t start = np_fde_table_start(t, i);
-		uint64_t end = i + 1 < t->n ? np_fde_table_start(t, i + 1) : start + 64;
-		if (end > start)
-			scan(start, end);
-	}
-	sort_tail(cache.targets, cache.ntargets, targets_before);
-	cache.ntargets = dedupe(cache.targets, cache.ntargets);
+	size_t cap = cache.cap_m;
+	uint64_t *starts = malloc(t->n * sizeof(*starts));
+	if (!starts)
+		return;
+	for (uint32_t i = 0; i < t->n; i++)
+		starts[i] = np_fde_table_start(t, i);
+	np_targets_add_module(&cache.targets, np_host_isa, &(struct np_mem){read_code, NULL, NULL},
+			      starts, t->n);
+	free(starts);
 	if (!push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base))
 		return;
 	if (cache.cap_m != cap || !cache.sums) {
@@ -294,9 +212,6 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 			 void *cookie)
 {
 	struct np_fde_table t;
-	if (module_of(addr, &t) < 0)
-		return;
-	for (size_t k = lower_bound(cache.targets, cache.ntargets, addr + 1);
-	     k < cache.ntargets && cache.targets[k] < addr + span; k++)
-		add(cookie, cache.targets[k]);
+	if (module_of(addr, &t) >= 0)
+		np_targets_each(&cache.targets, addr, addr + span, add, cookie);
 }

@@ -12,9 +12,10 @@
  * breakpoint; its out-of-line copy never changes.
  */
 #include "core/internal.h"
-#include "core/plan.h"
+#include "core/plan_host.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,9 +62,9 @@ static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
 {
 	*at = 0;
 	if (!r->jump_via)
-		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_SHORT));
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(np_host_isa, NP_JUMP_SHORT));
 	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
-		*at = np_codemem_alloc(r->start, cap, np_plan_reach(NP_JUMP_LONG));
+		*at = np_codemem_alloc(r->start, cap, np_plan_reach(np_host_isa, NP_JUMP_LONG));
 	/* an out-of-line copy that cannot jump back traps back (build) */
 	if (!*at && r->strategy == NP_STRATEGY_TRAP)
 		*at = np_codemem_alloc(r->start, cap, 0);
@@ -119,14 +120,14 @@ static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
 	return 0;
 }
 
-/* Write a new trampoline (or out-of-line copy) for r; the old one stays. */
-static int build(struct np_region *r)
+/* Write a new trampoline (or out-of-line copy) for r; the old one stays.
+ * trap_back: an out-of-line copy that ends with a breakpoint (the planner
+ * asks for it where the one that jumps back failed with -ERANGE). */
+static int build(struct np_region *r, bool trap_back)
 {
-	int err = build_with(r, np_host_tramp_size(r), np_host_build_tramp);
-	if (err == -ERANGE && r->strategy == NP_STRATEGY_TRAP &&
-	    r->insn[0].cls != NP_INSN_SIMULATED)
-		err = build_with(r, np_host_tramp_size(r) + NP_TRAP_BACK_TAIL, make_trap_back);
-	return err;
+	if (trap_back)
+		return build_with(r, np_host_tramp_size(r) + NP_TRAP_BACK_TAIL, make_trap_back);
+	return build_with(r, np_host_tramp_size(r), np_host_build_tramp);
 }
 
 /* The jump to r's trampoline; a pinned one must end with the code's own
@@ -261,7 +262,7 @@ static void drop_absorbed(struct np_region *r)
 	}
 }
 
-static struct np_region *region_from_plan(const struct plan *p, enum np_strategy s, bool forced)
+static struct np_region *region_from_plan(const struct np_plan *p, enum np_strategy s, bool forced)
 {
 	struct np_region *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -284,7 +285,7 @@ static struct np_region *region_from_plan(const struct plan *p, enum np_strategy
 	return r;
 }
 
-static int install_jump(const struct plan *p, bool forced)
+static int install_jump(const struct np_plan *p, bool forced)
 {
 	struct np_region *over = np_region_overlapping(p->start, p->end);
 	if (over && np_batch_active()) { /* what it replaces must be in place */
@@ -296,7 +297,7 @@ static int install_jump(const struct plan *p, bool forced)
 		return -ENOMEM;
 	bool absorbs = over != NULL;
 	adopt_sites(r);
-	int err = build(r);
+	int err = build(r, false);
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
 		err = np_region_link(r);
@@ -319,7 +320,8 @@ static int install_jump(const struct plan *p, bool forced)
 	return 0;
 }
 
-static int install_trap(const struct plan *p, struct np_site *site, bool forced)
+static int install_trap(const struct np_plan *p, struct np_site *site, bool forced,
+			bool trap_back)
 {
 	struct np_region *r = region_from_plan(p, NP_STRATEGY_TRAP, forced);
 	uint8_t trap[16];
@@ -327,13 +329,8 @@ static int install_trap(const struct plan *p, struct np_site *site, bool forced)
 		return -ENOMEM;
 	r->sites[0] = site;
 	site->region = r;
-	int err = build(r);
+	int err = build(r, trap_back);
 	if (err && r->insn[0].cls != NP_INSN_SIMULATED) {
-		if (err == -ERANGE)
-			np_logf(NP_LOG_ERROR,
-				"TRAP at 0x%llx: no out-of-line slot within reach and no register "
-				"known to be free to jump back with",
-				(unsigned long long)p->start);
 		free(r);
 		return err;
 	}
@@ -361,58 +358,72 @@ fail:
 	return err;
 }
 
-static void log_refusal(const char *who, uint64_t addr, const char *strategy, const char *why)
+/* How the planner's plans for one site are put in place (np_plan_realise). */
+struct placing {
+	struct np_site *site;
+	bool forced; /* the strategy was requested: r->forced */
+};
+
+static int realise_jump(void *cookie, const struct np_fn_view *v, struct np_site_plan *s,
+			char *why, size_t len)
 {
-	np_logf(NP_LOG_INFO, "probe '%s': %s refused at 0x%llx: %s", who, strategy,
-		(unsigned long long)addr, why);
+	(void)v;
+	struct placing *pl = cookie;
+	struct np_plan pun;
+	bool forced = pl->forced;
+	/* ending on the call, when a trampoline fits where it must */
+	if (s->plan.form == NP_JUMP_SHORT && np_plan_pun(np_host_isa, &s->plan, &pun) == 0 &&
+	    install_jump(&pun, forced) == 0)
+		return 0;
+	int err = install_jump(&s->plan, forced);
+	if (err == -ENOMEM)
+		snprintf(why, len, "no trampoline memory within %s's reach",
+			 np_plan_form_name(np_host_isa, s->plan.form));
+	else if (err == -ERANGE)
+		snprintf(why, len, "the displaced instructions cannot be relocated to the "
+				   "trampoline");
+	return err;
 }
 
-/* A breakpoint at the site, planned over v. */
-static int place_trap(const struct fn_view *v, struct np_site *site, bool forced, const char *who)
+static int realise_trap(void *cookie, const struct np_fn_view *v, struct np_site_plan *s,
+			bool trap_back, char *why, size_t len)
 {
-	struct plan p;
-	int err = np_plan_trap(v, site->addr, &p);
-	if (err) {
+	(void)v;
+	struct placing *pl = cookie;
+	int err = install_trap(&s->plan, pl->site, pl->forced, trap_back);
+	if (err == -ERANGE)
+		snprintf(why, len, "no out-of-line slot within reach and no register known to be "
+				   "free to jump back with");
+	else if (err == -ENOMEM)
+		snprintf(why, len, "no memory for the out-of-line copy");
+	return err;
+}
+
+static const enum np_plan_want want_of[] = {
+	[NP_STRATEGY_AUTO] = NP_WANT_AUTO,
+	[NP_STRATEGY_JUMP] = NP_WANT_JUMP,
+	[NP_STRATEGY_TRAP] = NP_WANT_TRAP,
+};
+
+/* A site with no region yet: JUMP, else TRAP, per the request, in the
+ * planner's order (src/plan/site.c). forced: the strategy was requested
+ * (a fallback to TRAP is not). */
+static int place_new(struct np_fn_view *v, struct np_site *site, enum np_strategy want,
+		     bool forced, const char *who)
+{
+	struct placing pl = {site, forced};
+	struct np_plan_realise r = {realise_jump, realise_trap, &pl};
+	struct np_site_plan s;
+	int err = np_plan_site(v, site->addr, want_of[want], &r, &s);
+	if (s.kind == NP_SITE_JUMP)
+		return 0;
+	if (want == NP_STRATEGY_JUMP || (!err && s.why[0]))
+		np_logf(NP_LOG_INFO, "probe '%s': JUMP refused at 0x%llx: %s", who,
+			(unsigned long long)site->addr, s.why);
+	else if (err)
 		np_logf(NP_LOG_ERROR, "probe '%s': cannot probe 0x%llx: %s", who,
-			(unsigned long long)site->addr, p.why);
-		return err;
-	}
-	return install_trap(&p, site, forced);
-}
-
-/* A site with no region yet: plan JUMP, else TRAP, per the request. */
-static int place_new(struct fn_view *v, struct np_site *site, enum np_strategy want,
-		     const char *who)
-{
-	struct plan p;
-	int err = -EOPNOTSUPP;
-	if (want != NP_STRATEGY_TRAP) {
-		struct plan pun;
-		err = np_plan_jump(v, site->addr, NP_JUMP_SHORT, &p);
-		/* ending on the call, when a trampoline fits where it must */
-		if (!err && np_plan_pun(&p, &pun) == 0 &&
-		    install_jump(&pun, want == NP_STRATEGY_JUMP) == 0)
-			return 0;
-		if (!err)
-			err = install_jump(&p, want == NP_STRATEGY_JUMP);
-		else
-			log_refusal(who, site->addr, "JUMP", p.why);
-		/* no place within the short reach, or a relocation it cannot
-		 * make: the long form through a free register, where there is one */
-		if (err && np_host_isa->emit_jump_via) {
-			err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
-			/* what the rest of the module does may free one */
-			if (err && p.no_register && np_fn_view_use_module(v))
-				err = np_plan_jump(v, site->addr, NP_JUMP_LONG, &p);
-			if (!err)
-				err = install_jump(&p, want == NP_STRATEGY_JUMP);
-			else
-				log_refusal(who, site->addr, "JUMP (long form)", p.why);
-		}
-		if (!err || want == NP_STRATEGY_JUMP)
-			return err;
-	}
-	return place_trap(v, site, want == NP_STRATEGY_TRAP, who);
+			(unsigned long long)site->addr, s.why);
+	return err;
 }
 
 /* addr lies in the displaced bytes of a JUMP region: share its trampoline. */
@@ -448,17 +459,18 @@ static int join(struct np_region *r, struct np_site *site, enum np_strategy want
 static int unpun(struct np_region *r, struct np_site *site, struct np_probe *probe,
 		 const char *who)
 {
-	struct fn_view v;
-	struct plan p;
+	struct np_fn_view v;
+	struct np_plan p;
 	if (probe->requested == NP_STRATEGY_TRAP) {
 		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the bytes of the JUMP probe at "
 				      "0x%llx", who, (unsigned long long)site->addr,
 			(unsigned long long)r->start);
 		return -EBUSY;
 	}
-	int err = np_fn_view_load(&v, r->start, probe->func_start, probe->func_size);
+	int err = np_live_view_load(&v, r->start, probe->func_start, probe->func_size);
 	if (!err && (err = np_plan_jump(&v, r->start, NP_JUMP_SHORT, &p)))
-		log_refusal(who, site->addr, "JUMP", p.why);
+		np_logf(NP_LOG_INFO, "probe '%s': JUMP refused at 0x%llx: %s", who,
+			(unsigned long long)site->addr, p.why);
 	if (!err) {
 		p.pin = r->pin;
 		err = install_jump(&p, r->forced);
@@ -481,15 +493,15 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 		return unpun(r, site, probe, who);
 	if (r)
 		return join(r, site, probe->requested, who);
-	struct fn_view v;
-	int err = np_fn_view_load(&v, site->addr, probe->func_start, probe->func_size);
+	struct np_fn_view v;
+	int err = np_live_view_load(&v, site->addr, probe->func_start, probe->func_size);
 	if (!err && !np_fn_view_is_boundary(&v, site->addr)) {
 		np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx is not an instruction boundary", who,
 			(unsigned long long)site->addr);
 		err = -EINVAL;
 	}
 	if (!err)
-		err = place_new(&v, site, probe->requested, who);
+		err = place_new(&v, site, probe->requested, probe->requested != NP_STRATEGY_AUTO, who);
 	np_fn_view_free(&v);
 	return err;
 }
@@ -500,12 +512,12 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
  * itself. */
 int np_region_place_trap(struct np_site *site, struct np_probe *probe, const char *who)
 {
-	struct fn_view v;
+	struct np_fn_view v;
 	if (np_region_find(site->addr))
 		return -EBUSY; /* another region took the address meanwhile */
-	int err = np_fn_view_load(&v, site->addr, probe->func_start, probe->func_size);
+	int err = np_live_view_load(&v, site->addr, probe->func_start, probe->func_size);
 	if (!err)
-		err = place_trap(&v, site, false, who);
+		err = place_new(&v, site, NP_STRATEGY_TRAP, false, who);
 	np_fn_view_free(&v);
 	return err;
 }
@@ -537,7 +549,7 @@ int np_region_refresh(struct np_region *r)
 	size_t old_len = r->tramp_len, old_cap = r->tramp_cap;
 	uint32_t old_off[NP_MAX_REGION_INSNS]; /* build writes them as it goes */
 	memcpy(old_off, r->tramp_off, sizeof(old_off));
-	int err = build(r);
+	int err = build(r, false);
 	if (!err && (err = patch_jump(r, false)))
 		np_codemem_retire(r->tramp, r->tramp_cap);
 	if (err) { /* the old trampoline stays, with its own block offsets */

@@ -13,7 +13,6 @@
  * program's code spans a bounded number of pages).
  */
 #include "core/internal.h"
-#include "core/plan.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -16,9 +16,10 @@
 #include "quote.h"
 #include "symtab.h"
 
-#include "core/plan.h"
+#include "core/describe.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -139,7 +140,7 @@ static int list_all(const struct np_symtab *st, const struct list_opts *o)
 
 static int file_read(void *cookie, uint64_t addr, void *dst, size_t len)
 {
-	return np_symtab_read(cookie, addr, dst, len);
+	return np_symtab_read(cookie, addr, dst, len) ? -EFAULT : 0;
 }
 
 struct row {
@@ -149,7 +150,7 @@ struct row {
 };
 
 /* One instruction at pc; an undecodable byte is shown alone as "(bad)". */
-static void decode_row(const struct fn_view *v, const struct np_isa *isa, uint64_t pc,
+static void decode_row(const struct np_fn_view *v, const struct np_isa *isa, uint64_t pc,
 		       struct row *r)
 {
 	struct np_insn in;
@@ -181,8 +182,8 @@ static const char *machine_name(unsigned machine)
 }
 
 /* The machine check and the view: 0, or 1 with the reason printed. */
-static int open_view(const struct np_symtab *st, const struct np_sym *s, struct fn_view *v,
-		     const struct np_isa **isa)
+static int open_view(const struct np_symtab *st, const struct np_sym *s, struct np_fn_view *v,
+		     struct np_plan_host *host, const struct np_isa **isa)
 {
 	if (!(*isa = np_describe_isa((unsigned)st->machine))) {
 		char m[32];
@@ -200,8 +201,8 @@ static int open_view(const struct np_symtab *st, const struct np_sym *s, struct 
 	/* as analyze: a symbol's entry is reached by calls, a .cold part's is not */
 	struct np_func_bounds fb = {s->addr, s->addr + s->size, np_symtab_limit(st, s), true,
 				    s->source != NP_SYM_EHFRAME && !strstr(s->name, ".cold")};
-	struct np_mem mem = {file_read, NULL, (void *)st};
-	int err = np_fn_view_from_file(v, &fb, &mem);
+	*host = (struct np_plan_host){.read = file_read, .cookie = (void *)st};
+	int err = np_fn_view_load(v, *isa, host, &fb, s->addr, 0);
 	if (err)
 		cli_error("%s: cannot read its bytes from %s: %s", s->name, st->path,
 			  strerror(-err));
@@ -213,13 +214,15 @@ struct widths {
 	int addr, bytes, text;
 };
 
-static void print_row(const struct fn_view *v, const struct row *r, const struct widths *w,
+static void print_row(struct np_fn_view *v, const struct row *r, const struct widths *w,
 		      bool json)
 {
-	enum np_strategy chosen = NP_STRATEGY_AUTO;
-	char why[256], bytes[3 * 16] = "";
-	bool ok = np_describe_site(v, r->pc, &chosen, why, sizeof(why)) == 0;
+	struct np_site_plan s;
+	char bytes[3 * 16] = "";
+	bool ok = np_plan_site(v, r->pc, NP_WANT_AUTO, &np_describe_realise, &s) == 0;
+	enum np_strategy chosen = s.kind == NP_SITE_JUMP ? NP_STRATEGY_JUMP : NP_STRATEGY_TRAP;
 	const char *strategy = !ok ? "refused" : chosen == NP_STRATEGY_JUMP ? "JUMP" : "TRAP";
+	const char *why = s.kind == NP_SITE_JUMP ? "" : s.why;
 	for (unsigned i = 0, n = 0; i < r->len && i < 16; i++)
 		n += (unsigned)sprintf(bytes + n, i ? " %02x" : "%02x", v->code[r->pc - v->base + i]);
 	if (!json) {
@@ -240,13 +243,14 @@ static void print_row(const struct fn_view *v, const struct row *r, const struct
 
 static int list_instructions(const struct np_symtab *st, const struct np_sym *s, bool json)
 {
-	struct fn_view v = {0};
+	struct np_fn_view v = {0};
+	struct np_plan_host host;
 	const struct np_isa *isa;
 	struct row r;
 	uint64_t end = s->addr + s->size;
 	int waddr = snprintf(NULL, 0, "%" PRIx64, end - 1);
 	struct widths w = {waddr > 4 ? waddr : 4, 5, 11}; /* at least the headings */
-	if (open_view(st, s, &v, &isa)) {
+	if (open_view(st, s, &v, &host, &isa)) {
 		np_fn_view_free(&v);
 		return 1;
 	}

@@ -16,7 +16,6 @@
 
 #include "core/internal.h"
 #include "core/maps.h"
-#include "core/plan.h"
 #include "../../e2e/e2e.h"
 #include "test.h"
 
@@ -43,12 +42,12 @@ extern uint64_t t_cmp(uint64_t, uint64_t); /* a < b, unsigned */
 /* No trampoline memory left within reach of addr. */
 static void use_up_trampoline_memory(uint64_t addr)
 {
-	uint64_t reach = np_plan_reach(NP_JUMP_SHORT) + (1u << 20);
+	uint64_t reach = np_plan_reach(np_host_isa, NP_JUMP_SHORT) + (1u << 20);
 	CHECK_EQ(e2e_reserve_around(addr, reach), 0);
 	np_maps_invalidate(); /* the engine's cached map predates them */
 	unsigned taken = 0;
 	for (size_t len = 4096; len >= 8; len /= 8)
-		while (np_codemem_alloc(addr, len, np_plan_reach(NP_JUMP_SHORT)))
+		while (np_codemem_alloc(addr, len, np_plan_reach(np_host_isa, NP_JUMP_SHORT)))
 			taken++;
 	printf("# %u more allocations took what was left near 0x%llx\n", taken,
 	       (unsigned long long)addr);

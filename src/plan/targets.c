@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Branches from the functions of a module into each other.
+ *
+ * A plan decodes the probed function for its branch targets, but
+ * hand-written code also jumps into the middle of its neighbours: glibc's
+ * __mempcpy_avx512_unaligned_erms ends with a jump to the second
+ * instruction of __memmove_avx512_unaligned_erms. A patch displacing that
+ * instruction would send the jump into the middle of our jmp. So every
+ * function of the module is decoded once, and what it branches to outside
+ * itself is kept, sorted, for the plans of its neighbours (np_plan_host's
+ * neighbor_targets). The functions are those of the module's
+ * .eh_frame_hdr search table: every function with unwind info, named or
+ * not, stripped or not; the engine reads the table of a loaded module
+ * (src/core/fde.c), the command the file's (np_eh_frame_hdr_starts).
+ */
+#include "plan/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FUNCTION 65536 /* bytes decoded of one function at most */
+#define LAST_FUNCTION 64   /* of the last, whose end the table does not say */
+
+static bool push(struct np_targets *t, uint64_t x)
+{
+	if (t->n == t->cap) {
+		size_t c = t->cap ? t->cap * 2 : 256;
+		uint64_t *nv = realloc(t->v, c * sizeof(*nv));
+		if (!nv)
+			return false;
+		t->v = nv;
+		t->cap = c;
+	}
+	t->v[t->n++] = x;
+	return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* v[0, sorted) is sorted; sort v[sorted, n) and merge the two runs. */
+static void sort_tail(uint64_t *v, size_t n, size_t sorted)
+{
+	qsort(v + sorted, n - sorted, sizeof(*v), cmp_u64);
+	uint64_t *tmp = sorted ? malloc(n * sizeof(*v)) : NULL;
+	if (!tmp) {
+		if (sorted)
+			qsort(v, n, sizeof(*v), cmp_u64);
+		return;
+	}
+	size_t a = 0, b = sorted, k = 0;
+	while (a < sorted || b < n)
+		tmp[k++] = b >= n || (a < sorted && v[a] <= v[b]) ? v[a++] : v[b++];
+	memcpy(v, tmp, n * sizeof(*v));
+	free(tmp);
+}
+
+/* Sorted v without repeats (most targets are functions called from many
+ * places); the new length. */
+static size_t dedupe(uint64_t *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct scan {
+	struct np_targets *t;
+	uint64_t lo, hi; /* the function being decoded */
+	bool ok;
+};
+
+static void keep_outside(void *cookie, uint64_t target)
+{
+	struct scan *s = cookie;
+	if ((target < s->lo || target >= s->hi) && !push(s->t, target))
+		s->ok = false;
+}
+
+/* Decode [start, end); its outward branches join s->t. */
+static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *mem,
+		 uint64_t start, uint64_t end)
+{
+	size_t len = end - start < MAX_FUNCTION ? end - start : MAX_FUNCTION;
+	uint8_t *code = malloc(len);
+	s->lo = start;
+	s->hi = start + len;
+	if (!code) {
+		s->ok = false;
+		return;
+	}
+	if (mem->read(mem->cookie, start, code, len) == 0)
+		isa->branch_targets(code, len, start, mem, keep_outside, s);
+	free(code);
+}
+
+int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
+			  const struct np_mem *mem, const uint64_t *starts, size_t n)
+{
+	size_t before = t->n;
+	struct scan s = {t, 0, 0, true};
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end = i + 1 < n ? starts[i + 1] : starts[i] + LAST_FUNCTION;
+		if (end > starts[i])
+			scan(&s, isa, mem, starts[i], end);
+	}
+	sort_tail(t->v, t->n, before);
+	t->n = dedupe(t->v, t->n);
+	return s.ok ? 0 : -ENOMEM;
+}
+
+void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
+		     void (*add)(void *to, uint64_t target), void *to)
+{
+	for (size_t k = lower_bound(t->v, t->n, lo + 1); k < t->n && t->v[k] < hi; k++)
+		add(to, t->v[k]);
+}
+
+void np_targets_free(struct np_targets *t)
+{
+	free(t->v);
+	*t = (struct np_targets){0};
+}
+
+/* DWARF pointer encodings of the search table (LSB, "Exception Frames"). */
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+
+bool np_eh_frame_hdr_known(const uint8_t h[4])
+{
+	return h[0] == 1 && h[1] == (DW_EH_PE_pcrel | DW_EH_PE_sdata4) &&
+	       h[2] == DW_EH_PE_udata4 && h[3] == (DW_EH_PE_datarel | DW_EH_PE_sdata4);
+}
+
+#define MAX_FDES (1u << 24)
+
+/* version, eh_frame_ptr_enc, fde_count_enc, table_enc; eh_frame_ptr;
+ * fde_count; then fde_count pairs (initial location, FDE), each relative
+ * to the table's start. */
+int np_eh_frame_hdr_starts(const struct np_mem *mem, uint64_t hdr, uint64_t **starts, size_t *n)
+{
+	uint8_t h[12];
+	uint32_t count;
+	*starts = NULL;
+	*n = 0;
+	int err = mem->read(mem->cookie, hdr, h, sizeof(h));
+	if (err)
+		return err;
+	if (!np_eh_frame_hdr_known(h))
+		return -ENOEXEC;
+	memcpy(&count, h + 8, sizeof(count));
+	if (count > MAX_FDES)
+		return -E2BIG;
+	if (!count)
+		return 0;
+	int32_t *e = malloc((size_t)count * 2 * sizeof(*e));
+	uint64_t *v = malloc((size_t)count * sizeof(*v));
+	err = e && v ? mem->read(mem->cookie, hdr + 12, e, (size_t)count * 2 * sizeof(*e)) : -ENOMEM;
+	for (uint32_t i = 0; !err && i < count; i++)
+		v[i] = hdr + (uint64_t)(int64_t)e[2 * i];
+	free(e);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*starts = v;
+	*n = count;
+	return 0;
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The planner on x86-64 code: a 5-byte jmp rel32 over whole instructions,
+ * or a breakpoint. Each function is its bytes at BASE, with objdump's
+ * disassembly beside them.
+ */
+#include "plan_test.h"
+
+#define ISA (&np_isa_x86_64)
+#define BASE 0x400000ull
+
+/* trampoline pages next to the module, as a file's model assumes */
+static const struct np_plan_places near = {BASE - 0x1000, BASE + 0x10000, 0};
+
+static const uint8_t frame[] = {
+	0x55,                   /* +0  push %rbp */
+	0x48, 0x89, 0xe5,       /* +1  mov %rsp,%rbp */
+	0x48, 0x83, 0xec, 0x10, /* +4  sub $0x10,%rsp */
+	0x89, 0xf8,             /* +8  mov %edi,%eax */
+	0xc9,                   /* +10 leave */
+	0xc3,                   /* +11 ret */
+};
+
+/* the site's strategy in frame, with h as it is */
+static void plan_frame(struct fake_host *h, uint64_t pc, struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_view(&v, ISA, h, BASE + sizeof(frame), BASE + sizeof(frame), true, pc, 0);
+	fake_site(&v, pc, &near, s);
+	np_fn_view_free(&v);
+}
+
+TEST(x86_jump_displaces_whole_instructions_and_is_named_by_the_isa)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, frame, sizeof(frame));
+	plan_frame(&h, BASE, &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_SHORT);
+	CHECK_EQ(s.plan.start, BASE);
+	CHECK_EQ(s.plan.end, BASE + 8); /* push, mov, sub */
+	CHECK_EQ(s.plan.ninsn, 3);
+	CHECK_EQ(s.plan.jump_len, 5);
+	CHECK_EQ(s.place, near.above);
+	CHECK_STR(np_plan_form_name(ISA, s.plan.form), "jmp rel32");
+	CHECK(np_plan_form_name(ISA, NP_JUMP_LONG) == NULL);
+	CHECK_STR(s.why, "");
+}
+
+/* list planned without the module's neighbours and said JUMP where the
+ * engine, which has them, chose TRAP (glibc's __mempcpy_* jumps to the
+ * second instruction of __memmove_*). */
+TEST(x86_a_neighbours_branch_into_the_displaced_bytes_makes_the_site_trap)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, frame, sizeof(frame));
+	h.targets[h.ntargets++] = BASE + 4;
+	plan_frame(&h, BASE, &s);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* push is simulated */
+	CHECK_STR(s.why, "a branch lands at 0x400004, inside the displaced bytes");
+}
+
+static const uint8_t tiny_padded[] = {
+	0xc3,                         /* +0 ret */
+	0xcc, 0xcc, 0xcc, 0xcc, 0xcc, /* +1 int3 (alignment padding) */
+};
+
+TEST(x86_a_one_byte_function_jumps_over_the_padding_after_it)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, tiny_padded, sizeof(tiny_padded));
+	fake_view(&v, ISA, &h, BASE + 1, BASE + sizeof(tiny_padded), true, BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.ninsn, 1);
+	CHECK_EQ(s.plan.end, BASE + 5); /* the padding is patched over, not run */
+	np_fn_view_free(&v);
+}
+
+static const uint8_t tiny_then_code[] = {
+	0xc3,                         /* +0 ret */
+	0xb8, 0x01, 0x00, 0x00, 0x00, /* +1 mov $0x1,%eax: the next function */
+};
+
+TEST(x86_a_one_byte_function_followed_by_code_traps_with_the_reason)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, tiny_then_code, sizeof(tiny_then_code));
+	fake_view(&v, ISA, &h, BASE + 1, BASE + 1, true, BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+	CHECK_STR(s.why, "the function ends at 0x400001, before the 5 bytes a jump needs, and what "
+			 "follows is not padding");
+	np_fn_view_free(&v);
+}
+
+static const uint8_t loop[] = {
+	0x31, 0xc0,       /* +0  xor %eax,%eax */
+	0x48, 0x01, 0xf8, /* +2  add %rdi,%rax */
+	0x48, 0xff, 0xce, /* +5  dec %rsi */
+	0x75, 0xf8,       /* +8  jne +2 */
+	0xc3,             /* +10 ret */
+};
+
+TEST(x86_the_functions_own_branch_into_the_displaced_bytes_makes_the_site_trap)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, loop, sizeof(loop));
+	fake_view(&v, ISA, &h, BASE + sizeof(loop), BASE + sizeof(loop), true, BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK_STR(s.why, "a branch lands at 0x400002, inside the displaced bytes");
+	CHECK_EQ(s.place, near.above); /* the copy's slot */
+	np_fn_view_free(&v);
+}
+
+/* No jump fits at +8 (the ret at +11 is followed by more of the
+ * function), so it goes at the or at +5 and covers +8: unless a branch
+ * from elsewhere lands on +8, as a .cold part's jump back does (python3.11
+ * at 0x441cf3). The engine asked its neighbours for targets after the
+ * site only, and missed that one. */
+static const uint8_t onto[] = {
+	0x55,                         /* +0  push %rbp */
+	0x53,                         /* +1  push %rbx */
+	0x52,                         /* +2  push %rdx */
+	0x31, 0xc0,                   /* +3  xor %eax,%eax */
+	0x83, 0xc8, 0x5a,             /* +5  or $0x5a,%eax */
+	0x5a,                         /* +8  pop %rdx */
+	0x5b,                         /* +9  pop %rbx */
+	0x5d,                         /* +10 pop %rbp */
+	0xc3,                         /* +11 ret */
+	0xb8, 0x01, 0x00, 0x00, 0x00, /* +12 mov $0x1,%eax */
+	0xc3,                         /* +17 ret */
+};
+
+static void plan_onto(struct fake_host *h, struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_view(&v, ISA, h, BASE + sizeof(onto), BASE + sizeof(onto), true, BASE + 8, 0);
+	fake_site(&v, BASE + 8, &near, s);
+	np_fn_view_free(&v);
+}
+
+TEST(x86_where_no_jump_fits_it_goes_at_the_instruction_before)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, onto, sizeof(onto));
+	plan_onto(&h, &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.start, BASE + 5);
+	CHECK_EQ(s.plan.end, BASE + 10);
+}
+
+TEST(x86_a_neighbours_branch_onto_the_site_refuses_the_jump_from_the_instruction_before)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, onto, sizeof(onto));
+	h.targets[h.ntargets++] = BASE + 8;
+	plan_onto(&h, &s);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* pop is simulated */
+	CHECK_STR(s.why, "a jump or return at 0x40000b is followed by code the patch would "
+			 "overwrite");
+}
+
+static const uint8_t rejected[] = {
+	0x0f, 0x0b, /* +0 ud2 */
+	0xc3,       /* +2 ret */
+};
+
+/* The site's own refusal is its reason alone (list showed "instruction
+ * at ADDR: ..." with the row's own address, analyze the reason). */
+TEST(x86_a_rejected_instruction_is_refused_with_its_reason_alone)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, rejected, sizeof(rejected));
+	fake_view(&v, ISA, &h, BASE + 3, BASE + 3, true, BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), -EOPNOTSUPP);
+	CHECK_EQ(s.kind, NP_SITE_REFUSED);
+	CHECK_EQ(s.len, 2);
+	CHECK(strncmp(s.why, "undefined instruction", 21) == 0);
+	np_fn_view_free(&v);
+}
+
+TEST(x86_a_jump_absorbs_the_regions_it_overlaps)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, frame, sizeof(frame));
+	/* a jump placed at +4 covers sub and mov, to +10 */
+	h.regions[h.nregions++] = (struct np_plan_region){BASE + 4, BASE + 10, 0, false};
+	plan_frame(&h, BASE, &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK(s.plan.merged);
+	CHECK_EQ(s.plan.end, BASE + 10);
+	CHECK_EQ(s.plan.ninsn, 4);
+}
+
+TEST(x86_a_breakpoint_placed_by_request_is_never_absorbed)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, frame, sizeof(frame));
+	h.regions[h.nregions++] = (struct np_plan_region){BASE + 4, BASE + 8, 0, true};
+	plan_frame(&h, BASE, &s);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+	CHECK_STR(s.why, "a probe forced to TRAP at 0x400004 lies in the bytes a jump needs");
+}
+
+static const uint8_t pun[] = {
+	0x55,                         /* +0  push %rbp */
+	0x48, 0x89, 0xe5,             /* +1  mov %rsp,%rbp */
+	0xe8, 0xf7, 0xff, 0xff, 0xff, /* +4  call +0 */
+	0x5d,                         /* +9  pop %rbp */
+	0xc3,                         /* +10 ret */
+};
+
+TEST(x86_a_jump_ending_on_a_call_4_bytes_in_ends_on_its_first_byte)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_plan p, out;
+	uint64_t lo, size;
+	fake_host_init(&h, BASE, pun, sizeof(pun));
+	fake_view(&v, ISA, &h, BASE + sizeof(pun), BASE + sizeof(pun), true, BASE, 0);
+	CHECK_EQ(np_plan_jump(&v, BASE, NP_JUMP_SHORT, &p), 0);
+	CHECK_EQ(p.end, BASE + 9);
+	CHECK_EQ(np_plan_pun(ISA, &p, &out), 0);
+	CHECK_EQ(out.end, BASE + 4);
+	CHECK_EQ(out.ninsn, 2);
+	CHECK_EQ(out.pin, 4);
+	CHECK_EQ(out.pun, 1);
+	/* e8 as the displacement's top byte: a 16 MiB window 384 MiB below */
+	np_plan_pun_window(BASE, pun, out.pin, &lo, &size);
+	CHECK_EQ(size, 1ull << 24);
+	CHECK_EQ(lo, BASE + 5 - 0x18000000ull);
+	CHECK(np_plan_pun(&np_isa_riscv64, &p, &out) != 0); /* byte-granular code only */
+	np_fn_view_free(&v);
+}
+
+TEST(x86_boundaries_follow_a_sweep_from_the_entry)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	fake_host_init(&h, BASE, frame, sizeof(frame));
+	fake_view(&v, ISA, &h, BASE + sizeof(frame), BASE + sizeof(frame), true, BASE, 0);
+	CHECK(np_fn_view_is_boundary(&v, BASE + 1));
+	CHECK(!np_fn_view_is_boundary(&v, BASE + 2));
+	CHECK(np_fn_view_is_boundary(&v, BASE + sizeof(frame))); /* where the sweep ends */
+	CHECK_EQ(np_fn_view_previous(&v, BASE + 4), BASE + 1);
+	CHECK_EQ(np_fn_view_previous(&v, BASE + 3), 0);
+	CHECK_EQ(np_fn_view_previous(&v, BASE), 0);
+	CHECK_EQ(np_fn_view_boundary_from(&v, BASE + 2), BASE + 4);
+	np_fn_view_free(&v);
+	CHECK_EQ(np_fn_view_load(&v, ISA, &h.host,
+				 &(struct np_func_bounds){BASE, BASE + 4, BASE + 4, true, true},
+				 BASE + 4, 0),
+		 -EINVAL); /* outside the function */
+	np_fn_view_free(&v);
+}
+
+TEST_MAIN()
