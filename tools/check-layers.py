@@ -43,7 +43,6 @@ DEBTS = {
     ("src/agent/maskguard.c", "core/internal.h"): "np_host_isa's decoder, np_patch_signal",
     ("src/agent/modules.c", "core/internal.h"): "struct np_probe, to re-place probes",
     ("src/agent/signals.c", "core/internal.h"): "np_trap_chain_swap, np_patch_signal",
-    ("tools/nanoprobe/cmd_list.c", "core/describe.h"): "list plans through the engine's stopgap",
     ("tools/nanoprobe/watch_spec.c", "core/watch.h"): "np_watch_check_shape, shared with core",
 }
 

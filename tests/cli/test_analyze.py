@@ -121,11 +121,11 @@ def fixture_sites_get_their_strategies_and_reasons():
     expect("compressed_target", 2, "jump", "jal")
     expect("back_ret", 2, "jump", "jal")
     expect("back_target", 4, "jump", "jal")
-    expect("back_target", 6, "trap-simulated", why="run past the function end")
-    expect("back_call", 2, "trap-simulated", why="run past the function end")
+    expect("back_target", 6, "trap-simulated", why="before the 4 bytes a jump needs")
+    expect("back_call", 2, "trap-simulated", why="before the 4 bytes a jump needs")
     expect("back_jump", 2, "jump", "jal")
     expect("back_jump", 4, "trap-out-of-line", why="a branch lands at")
-    expect("back_jump", 6, "trap-simulated", why="run past the function end")
+    expect("back_jump", 6, "trap-simulated", why="before the 4 bytes a jump needs")
     expect("far_fn", 0, "jump", "auipc+jalr")
     # its ret: the jump goes at the addi before it, through a free register
     expect("far_fn", 16, "jump", "auipc+jalr")
@@ -138,7 +138,8 @@ def fixture_sites_get_their_strategies_and_reasons():
     for off in range(0, 24, 4):
         expect("far_busy", off, "trap-out-of-line", why="the copy jumps back by a trap")
         check(at.get(("far_busy", off), {}).get("trap_back"), f"far_busy+{off} traps back")
-    expect("far_busy", 24, "trap-simulated", why="no free register at the site")
+    # its ret: neither jump fits, and the short one has no place in reach
+    expect("far_busy", 24, "trap-simulated", why="no trampoline place within jal's reach")
     check(at.get(("far_busy", 24), {}).get("trap_back") is False,
           "a simulated ret needs no copy")
     # its caller only the convention reaches: t1, t3..t6 free at its entry
@@ -246,6 +247,31 @@ def host_libc_agrees_with_the_engines_planner():
                 check(theirs == ours, f"{fn} {r['addr']} {r['insn']}: list says "
                       f"{r['strategy']} ({r['reason']}), analyze {mine[a]}")
     check(compared > 100, f"compared {compared} sites with list")
+
+
+@case
+def list_shows_what_analyze_plans_on_every_site_of_the_fixtures():
+    """One planner (src/plan/): `list` and `analyze` give every site of
+    the riscv64 and arm64 fixtures the same strategy and reason."""
+    names = {"jump": "jump", "trap-simulated": "trap", "trap-out-of-line": "trap",
+             "rejected": "refused"}
+    for fixture in [FIXTURE] + ([FIXTURE_ARM64] if FIXTURE_ARM64 else []):
+        sites, _ = analyze_json(fixture)
+        mine = {int(s["addr"], 16): s for s in sites}
+        compared = 0
+        for fn in sorted({s["function"] for s in sites}):
+            p = subprocess.run([NP, "list", "-j", fixture, fn], capture_output=True, text=True)
+            check(p.returncode == 0, f"list {fixture} {fn}: {p.stderr}")
+            for line in p.stdout.splitlines():
+                r = json.loads(line)
+                a = mine.get(int(r["addr"], 16))
+                if a is None:
+                    continue
+                compared += 1
+                check(r["strategy"] == names[a["strategy"]] and r["reason"] == a["why"],
+                      f"{fixture} {fn} {r['addr']}: list {r['strategy']} ({r['reason']}), "
+                      f"analyze {a['strategy']} ({a['why']})")
+        check(compared == len(sites), f"{fixture}: compared {compared} of {len(sites)} sites")
 
 
 @case

@@ -181,15 +181,30 @@ def unknown_file_fails_and_bad_usage_exits_2():
 
 
 @case
-def other_machines_are_refused_by_name():
+def machines_without_a_layer_are_refused_by_name():
     with tempfile.TemporaryDirectory() as d:
-        fake = os.path.join(d, "fake-arm64")
+        fake = os.path.join(d, "fake-arm")
         shutil.copy(FIXTURE, fake)
         with open(fake, "r+b") as f:
             f.seek(18)  # e_machine
-            f.write(struct.pack("<H", 183))  # EM_AARCH64
+            f.write(struct.pack("<H", 40))  # EM_ARM: 32-bit, no layer
         rc, _, err = run(fake, "main")
-    check(rc == 1 and "is aarch64; this build decodes x86_64 only" in err, f"exit {rc}: {err}")
+    check(rc == 1 and "is arm; this build decodes x86_64, arm64 or riscv64 only" in err,
+          f"exit {rc}: {err}")
+
+
+@case
+def other_isas_are_planned_whatever_the_host():
+    """The planner is pure (src/plan/): an arm64 or riscv64 libc lists
+    with its own disassembly and strategies on any host."""
+    for libc, insn in (("/usr/aarch64-linux-gnu/lib/libc.so.6", "ret"),
+                       ("/usr/riscv64-linux-gnu/lib/libc.so.6", "ret")):
+        if not os.path.exists(libc):
+            print(f"# skip: no {libc}")
+            continue
+        rows = instructions("getpid", libc)
+        check(rows and rows[-1]["insn"] == insn, f"{libc} getpid ends with {insn}: {rows[-1:]}")
+        check(rows and rows[0]["strategy"] == "jump", f"{libc} getpid's entry: {rows[:1]}")
 
 
 @case

@@ -2,8 +2,9 @@
 /*
  * The magic-value suite (suite.S) probed at every instruction, on a
  * riscv64 machine or under qemu-riscv64, with the pure riscv64 layer,
- * the free-register analysis and analyze's planner (the same files the
- * command uses), cross-compiled with riscv64-linux-gnu-gcc:
+ * the free-register analysis and the planner (src/plan/: the same files
+ * the engine and the command use, with the command's model of trampoline
+ * places), cross-compiled with riscv64-linux-gnu-gcc:
  *
  *   auto  the strategy the planner gives: JUMP by jal to a trampoline page
  *         within 1 MiB, else TRAP (simulated or out of line);
@@ -32,7 +33,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "plan/plan.h"
 
 #define MAGIC 0x600dc0deu
 #define PAGE  0x10000ull /* trampoline area: 64 KiB */
@@ -124,8 +125,9 @@ static int map_pages(void)
 		far_page = map_at(a);
 	if (!near_page || !far_page)
 		return fail("cannot map trampoline pages");
-	if ((uint64_t)near_page + PAGE - (uint64_t)suites[0].fn >= (1u << 20)) {
-		fprintf(stderr, "# the near page is beyond jal's reach of the suite\n");
+	if ((uint64_t)near_page + PAGE - (uint64_t)suites[0].fn >=
+	    np_plan_reach(&np_isa_riscv64, NP_JUMP_SHORT)) {
+		fprintf(stderr, "# the near page is beyond the reach of the suite the planner allows jal\n");
 		return -1;
 	}
 	return 0;
@@ -182,7 +184,7 @@ static int mem_read(void *cookie, uint64_t addr, void *dst, size_t len)
 /* Relocate [from, to) of the code to out (at its own address), jumping
  * back to 'back' (0: none, what follows in the slot runs next); its
  * length rounded up to a word with a c.nop, or -1. */
-static int relocate_part(const struct an_func *f, uint64_t from, uint64_t to, uint8_t *out,
+static int relocate_part(const struct np_fn_view *f, uint64_t from, uint64_t to, uint8_t *out,
 			 size_t cap, uint64_t back)
 {
 	struct np_reloc r = {(const uint8_t *)from, to - from, from, out, cap, (uint64_t)out, back};
@@ -200,31 +202,35 @@ static int relocate_part(const struct an_func *f, uint64_t from, uint64_t to, ui
  * start: the site itself, or the instruction before it (plan.c), which
  * then runs first, the counter just before the site's instruction.
  * Returns the patch length, or -1. */
-static int attach_jump(const struct an_func *f, const struct an_site *s, uint8_t *page)
+static int attach_jump(const struct np_fn_view *f, const struct np_site_plan *s, uint8_t *page)
 {
+	const struct np_plan *p = &s->plan;
+	const struct np_insn *last = &p->insn[p->ninsn - 1];
+	uint64_t start = p->start, end = last->pc + last->len; /* padding is not run */
+	bool falls = !(last->flags & NP_INSN_NOFALL);
 	uint8_t *slot = page + SLOT, patch[16];
 	int n = 0, before = 0;
 
 	*(volatile uint64_t *)page = 0;
-	if (s->start < s->pc)
-		before = relocate_part(f, s->start, s->pc, slot, SLOT, 0);
+	if (start < s->pc)
+		before = relocate_part(f, start, s->pc, slot, SLOT, 0);
 	if (before < 0)
 		return -1;
 	size_t pro = count_prologue((uint32_t *)(slot + before), (uint64_t)slot + before,
 				    (uint64_t)page);
-	if (relocate_part(f, s->pc, s->end, slot + before + pro, SLOT * 2 - before - pro,
-			  s->falls ? s->end : 0) < 0)
+	if (relocate_part(f, s->pc, end, slot + before + pro, SLOT * 2 - before - pro,
+			  falls ? end : 0) < 0)
 		return -1;
-	if (!strcmp(s->form, "jal"))
-		n = np_isa_riscv64.emit_jump(patch, s->start, (uint64_t)slot) ? -1 : 4;
+	if (p->form == NP_JUMP_SHORT)
+		n = np_isa_riscv64.emit_jump(patch, start, (uint64_t)slot) ? -1 : 4;
 	else
-		n = np_isa_riscv64.emit_jump_via(patch, sizeof(patch), s->start, (uint64_t)slot,
-						 np_freereg_at(&f->fr, s->start));
+		n = np_isa_riscv64.emit_jump_via(patch, sizeof(patch), start, (uint64_t)slot,
+						 np_freereg_at(&f->fr, start));
 	if (n < 0)
 		return -1;
 	flush(slot, SLOT * 3);
-	memcpy((void *)s->start, patch, (size_t)n);
-	flush((void *)s->start, (size_t)n);
+	memcpy((void *)start, patch, (size_t)n);
+	flush((void *)start, (size_t)n);
 	return n;
 }
 
@@ -262,7 +268,7 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 /* TRAP: c.ebreak at the site; the instruction out of line in page,
  * jumping back, or, where the plan says it cannot (trap_back), followed
  * by a c.ebreak that the handler answers with the site's end. */
-static int attach_trap(const struct an_func *f, uint64_t pc, const struct np_insn *in,
+static int attach_trap(const struct np_fn_view *f, uint64_t pc, const struct np_insn *in,
 		       uint8_t *page, bool trap_back)
 {
 	uint8_t *slot = page + SLOT;
@@ -311,36 +317,38 @@ static void check_run(unsigned i, uint64_t pc, const char *how, volatile uint64_
 	}
 }
 
-static void probe_site(unsigned i, const struct an_func *f, uint64_t pc, enum mode m,
-		       struct tally *t)
+static void probe_site(unsigned i, struct np_fn_view *f, const struct np_plan_places *pl,
+		       uint64_t pc, enum mode m, struct tally *t)
 {
 	uint8_t saved[16];
-	struct an_site s;
+	struct np_site_plan s;
 	struct np_insn in;
+	struct np_plan_realise model = np_plan_model(pl);
 	int n = -1;
 
-	an_plan_site(f, pc, &s);
+	np_plan_site(f, pc, NP_WANT_AUTO, &model, &s);
 	np_isa_riscv64.decode((const uint8_t *)pc, 4, pc, &in);
 	/* the bytes a patch may change: from the plan's start */
-	uint64_t at = m != TRAP && s.kind == AN_JUMP ? s.start : pc;
+	uint64_t at = m != TRAP && s.kind == NP_SITE_JUMP ? s.plan.start : pc;
 	memcpy(saved, (void *)at, sizeof(saved));
 	t->sites++;
-	if (s.kind == AN_REJECT || (m == TRAP && in.cls == NP_INSN_REJECTED)) {
+	if (s.kind == NP_SITE_REFUSED || (m == TRAP && in.cls == NP_INSN_REJECTED)) {
 		t->skipped++;
 		return;
 	}
-	if (m != TRAP && s.kind == AN_JUMP) {
+	if (m != TRAP && s.kind == NP_SITE_JUMP) {
 		uint8_t *page = (uint8_t *)(s.place & ~(PAGE - 1));
 
 		if ((n = attach_jump(f, &s, page)) > 0) {
-			check_run(i, pc, s.form, (volatile uint64_t *)page, t);
+			check_run(i, pc, np_plan_form_name(&np_isa_riscv64, s.plan.form),
+				  (volatile uint64_t *)page, t);
 			t->jump++;
 		}
 	} else {
 		/* the copy's page: where the plan put it (beyond jal's reach in
 		 * long), near for a forced TRAP the plan gave JUMP */
-		uint8_t *page = s.kind == AN_TRAP_OOL ? (uint8_t *)(s.place & ~(PAGE - 1))
-						      : near_page;
+		uint8_t *page = s.kind == NP_SITE_TRAP_OOL ? (uint8_t *)(s.place & ~(PAGE - 1))
+							   : near_page;
 
 		if ((n = attach_trap(f, pc, &in, page, s.trap_back)) > 0) {
 			check_run(i, pc, s.trap_back ? "trap back" : "trap", &trap.hits, t);
@@ -364,32 +372,45 @@ static void probe_site(unsigned i, const struct an_func *f, uint64_t pc, enum mo
 	flush((void *)at, sizeof(saved));
 }
 
+/* The suite's functions are called through pointers only (check_run),
+ * so only the convention reaches them: what is caller-saved is dead at
+ * their returns (src/arch/regsum.c). busy is analysed as if a caller
+ * called it directly, which -fipa-ra code may: nothing is known. */
+static bool module_env(void *cookie, uint64_t start, bool called, struct np_freereg_env *env)
+{
+	const bool *direct = cookie;
+	(void)start, (void)called;
+	*env = (struct np_freereg_env){np_isa_riscv64.call_clobbered, NULL, NULL};
+	return !*direct;
+}
+
+static int host_read(void *cookie, uint64_t addr, void *dst, size_t len)
+{
+	return mem_read(cookie, addr, dst, len);
+}
+
 static bool run_suite(unsigned i, enum mode m)
 {
 	uint64_t start = (uint64_t)suites[i].fn, end = (uint64_t)suites[i].end;
-	struct an_layout l = {.nexec = 1, .exec_lo = {start}, .exec_hi = {end}};
-	struct np_mem mem = {mem_read, NULL, NULL};
+	struct np_plan_places pl = {0};
+	struct np_plan_host host = {host_read, NULL, NULL, module_env, (void *)&suites[i].direct};
+	struct np_func_bounds fb = {start, end, end, true, true};
 	struct tally t = {0};
-	struct an_func f;
+	struct np_fn_view f;
 	struct np_insn in;
 
-	l.below = l.above = (uint64_t)(m == LONG ? far_page : near_page);
-	l.far = (uint64_t)far_page;
-	/* The suite's functions are called through pointers only (check_run),
-	 * so only the convention reaches them: what is caller-saved is dead
-	 * at their returns (src/arch/regsum.c). busy is analysed as if a
-	 * caller called it directly, which -fipa-ra code may. */
-	struct np_freereg_env abi = {np_isa_riscv64.call_clobbered, NULL, NULL};
-
-	if (an_func_init(&f, &np_isa_riscv64, &l, (const uint8_t *)start, start, end, end, &mem,
-			 true, suites[i].direct ? NULL : &abi))
+	pl.below = pl.above = (uint64_t)(m == LONG ? far_page : near_page);
+	pl.far = (uint64_t)far_page;
+	if (np_fn_view_load(&f, &np_isa_riscv64, &host, &fb, start, NP_VIEW_MODULE)) {
+		np_fn_view_free(&f);
 		return false;
+	}
 	for (uint64_t pc = start; pc < end; pc += in.len) {
 		if (np_isa_riscv64.decode((const uint8_t *)pc, end - pc, pc, &in))
 			break;
-		probe_site(i, &f, pc, m, &t);
+		probe_site(i, &f, &pl, pc, m, &t);
 	}
-	an_func_free(&f);
+	np_fn_view_free(&f);
 	printf("%s %u - %s %s: %u sites, %u JUMP, %u TRAP (%u back by a trap), %u rejected\n",
 	       t.bad ? "not ok" : "ok", i * 3 + m + 1, suites[i].name, mode_names[m], t.sites,
 	       t.jump, t.trap, t.back, t.skipped);

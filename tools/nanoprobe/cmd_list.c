@@ -7,16 +7,16 @@
  * `nm -S --defined-only` sorted by address. With FUNC matching one
  * function: each of its instructions, disassembled, with the strategy a
  * probe there would get from AUTO and, when it is not JUMP, the planner's
- * reason. Nothing is attached and no process is needed: the engine plans
- * over the file's bytes (src/core/describe.c), assuming, as a file cannot
- * tell, that a trampoline would be within a jump's reach.
+ * reason. Nothing is attached and no process is needed: the engine's
+ * planner (src/plan/) plans over the file's bytes (plan_file.c), for any
+ * ISA this build has a layer for, assuming, as a file cannot tell, that
+ * trampolines go next to the module.
  */
 #include "cmd_list.h"
 #include "cli.h"
+#include "plan_file.h"
 #include "quote.h"
 #include "symtab.h"
-
-#include "core/describe.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -138,30 +138,34 @@ static int list_all(const struct np_symtab *st, const struct list_opts *o)
 /* ------------------------------------------------------------------ */
 /* Instructions                                                         */
 
-static int file_read(void *cookie, uint64_t addr, void *dst, size_t len)
-{
-	return np_symtab_read(cookie, addr, dst, len) ? -EFAULT : 0;
-}
-
 struct row {
 	uint64_t pc;
 	unsigned len;
 	char text[160];
 };
 
+/* One function's bytes, as listed: [addr, addr + len). */
+struct listing {
+	const struct np_isa *isa;
+	uint64_t addr;
+	uint8_t *code;
+	size_t len;
+};
+
 /* One instruction at pc; an undecodable byte is shown alone as "(bad)". */
-static void decode_row(const struct np_fn_view *v, const struct np_isa *isa, uint64_t pc,
-		       struct row *r)
+static void decode_row(const struct listing *l, uint64_t pc, struct row *r)
 {
 	struct np_insn in;
-	size_t off = pc - v->base;
-	int err = np_fn_view_decode(v, pc, &in);
+	size_t off = pc - l->addr;
+	int err = l->isa->decode(l->code + off, l->len - off, pc, &in);
 	r->pc = pc;
 	r->len = err ? 1 : in.len;
 	if (err)
 		snprintf(r->text, sizeof(r->text), "(bad)");
-	else if (isa->format(v->code + off, v->len - off, pc, r->text, sizeof(r->text)) < 0)
+	else if (l->isa->format(l->code + off, l->len - off, pc, r->text, sizeof(r->text)) < 0)
 		snprintf(r->text, sizeof(r->text), "(cannot format)");
+	for (char *t = r->text; (t = strchr(t, '\t'));) /* objdump's tab: the columns stay */
+		*t = ' ';
 }
 
 static const char *machine_name(unsigned machine)
@@ -181,32 +185,37 @@ static const char *machine_name(unsigned machine)
 	return NULL;
 }
 
-/* The machine check and the view: 0, or 1 with the reason printed. */
-static int open_view(const struct np_symtab *st, const struct np_sym *s, struct np_fn_view *v,
-		     struct np_plan_host *host, const struct np_isa **isa)
+/* The machine check, the planner's view and the bytes listed: 0, or 1
+ * with the reason printed. */
+static int open_function(const struct np_symtab *st, const struct np_sym *s, struct plan_file *pf,
+			 struct np_fn_view *v, struct listing *l)
 {
-	if (!(*isa = np_describe_isa((unsigned)st->machine))) {
+	char err[128];
+	const struct np_isa *isa = plan_file_isa(st->machine, NULL, err, sizeof(err));
+	if (!isa) {
 		char m[32];
 		if (machine_name((unsigned)st->machine))
 			snprintf(m, sizeof(m), "%s", machine_name((unsigned)st->machine));
 		else
 			snprintf(m, sizeof(m), "ELF machine %d", st->machine);
-		cli_error("%s is %s; this build decodes %s only", st->path, m, np_host_isa->name);
+		cli_error("%s is %s; this build decodes %s only", st->path, m,
+			  plan_file_isa_names());
 		return 1;
 	}
 	if (s->size == 0) {
 		cli_error("%s: size unknown, its instructions cannot be listed", s->name);
 		return 1;
 	}
-	/* as analyze: a symbol's entry is reached by calls, a .cold part's is not */
-	struct np_func_bounds fb = {s->addr, s->addr + s->size, np_symtab_limit(st, s), true,
-				    s->source != NP_SYM_EHFRAME && !strstr(s->name, ".cold")};
-	*host = (struct np_plan_host){.read = file_read, .cookie = (void *)st};
-	int err = np_fn_view_load(v, *isa, host, &fb, s->addr, 0);
-	if (err)
+	*l = (struct listing){isa, s->addr, malloc(s->size), s->size};
+	int rc = !l->code ? -ENOMEM : np_symtab_read(st, s->addr, l->code, s->size) ? -EFAULT : 0;
+	if (!rc && (rc = plan_file_open(pf, st, isa)))
+		cli_error("%s: cannot read its segments: %s", st->path, strerror(-rc));
+	else if (!rc && (rc = plan_file_view(pf, s, 0, v)) == -ENOENT)
+		rc = -EFAULT;
+	if (rc == -EFAULT || rc == -ENOMEM)
 		cli_error("%s: cannot read its bytes from %s: %s", s->name, st->path,
-			  strerror(-err));
-	return err ? 1 : 0;
+			  strerror(-rc));
+	return rc ? 1 : 0;
 }
 
 /* Column widths of an instruction listing. */
@@ -214,26 +223,33 @@ struct widths {
 	int addr, bytes, text;
 };
 
-static void print_row(struct np_fn_view *v, const struct row *r, const struct widths *w,
-		      bool json)
+/* As np_strategy_name() names them (the engine's probe strategies). */
+static const char *const strategy_json[] = {
+	[NP_SITE_JUMP] = "jump", [NP_SITE_TRAP_SIM] = "trap", [NP_SITE_TRAP_OOL] = "trap",
+	[NP_SITE_REFUSED] = "refused"};
+static const char *const strategy_text[] = {
+	[NP_SITE_JUMP] = "JUMP", [NP_SITE_TRAP_SIM] = "TRAP", [NP_SITE_TRAP_OOL] = "TRAP",
+	[NP_SITE_REFUSED] = "refused"};
+
+static void print_row(struct plan_file *pf, struct np_fn_view *v, const struct listing *l,
+		      const struct row *r, const struct widths *w, bool json)
 {
 	struct np_site_plan s;
 	char bytes[3 * 16] = "";
-	bool ok = np_plan_site(v, r->pc, NP_WANT_AUTO, &np_describe_realise, &s) == 0;
-	enum np_strategy chosen = s.kind == NP_SITE_JUMP ? NP_STRATEGY_JUMP : NP_STRATEGY_TRAP;
-	const char *strategy = !ok ? "refused" : chosen == NP_STRATEGY_JUMP ? "JUMP" : "TRAP";
+	plan_file_site(pf, v, r->pc, &s);
 	const char *why = s.kind == NP_SITE_JUMP ? "" : s.why;
 	for (unsigned i = 0, n = 0; i < r->len && i < 16; i++)
-		n += (unsigned)sprintf(bytes + n, i ? " %02x" : "%02x", v->code[r->pc - v->base + i]);
+		n += (unsigned)sprintf(bytes + n, i ? " %02x" : "%02x", l->code[r->pc - l->addr + i]);
 	if (!json) {
 		printf("  %*" PRIx64 "  %-*s  %-*s  %-*s%s%s\n", w->addr, r->pc, w->bytes, bytes,
-		       w->text, r->text, why[0] ? 7 : 0, strategy, why[0] ? "  " : "", why);
+		       w->text, r->text, why[0] ? 7 : 0, strategy_text[s.kind], why[0] ? "  " : "",
+		       why);
 		return;
 	}
 	printf("{\"type\":\"instruction\",\"addr\":\"0x%" PRIx64 "\",\"bytes\":\"%s\",\"insn\":",
 	       r->pc, bytes);
 	quote_json(stdout, r->text);
-	printf(",\"strategy\":\"%s\",\"reason\":", !ok ? "refused" : np_strategy_name(chosen));
+	printf(",\"strategy\":\"%s\",\"reason\":", strategy_json[s.kind]);
 	if (why[0])
 		quote_json(stdout, why);
 	else
@@ -243,35 +259,35 @@ static void print_row(struct np_fn_view *v, const struct row *r, const struct wi
 
 static int list_instructions(const struct np_symtab *st, const struct np_sym *s, bool json)
 {
+	struct plan_file pf = {0};
 	struct np_fn_view v = {0};
-	struct np_plan_host host;
-	const struct np_isa *isa;
+	struct listing l = {0};
 	struct row r;
 	uint64_t end = s->addr + s->size;
 	int waddr = snprintf(NULL, 0, "%" PRIx64, end - 1);
 	struct widths w = {waddr > 4 ? waddr : 4, 5, 11}; /* at least the headings */
-	if (open_view(st, s, &v, &host, &isa)) {
-		np_fn_view_free(&v);
-		return 1;
-	}
-	for (uint64_t pc = s->addr; pc < end; pc += r.len) {
-		decode_row(&v, isa, pc, &r);
+	int rc = open_function(st, s, &pf, &v, &l);
+	for (uint64_t pc = s->addr; !rc && pc < end; pc += r.len) {
+		decode_row(&l, pc, &r);
 		w.bytes = 3 * (int)r.len - 1 > w.bytes ? 3 * (int)r.len - 1 : w.bytes;
 		w.text = (int)strlen(r.text) > w.text ? (int)strlen(r.text) : w.text;
 	}
-	if (!json)
+	if (!rc && !json)
 		printf("%s: 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " byte%s, %s) in %s\n", shown(s),
 		       s->addr, end, s->size, s->size == 1 ? "" : "s",
 		       np_sym_source_name(s->source), st->path);
-	if (!json)
+	if (!rc && !json)
 		printf("  %-*s  %-*s  %-*s  %s\n", w.addr, "ADDR", w.bytes, "BYTES", w.text,
 		       "INSTRUCTION", "STRATEGY");
-	for (uint64_t pc = s->addr; pc < end; pc += r.len) {
-		decode_row(&v, isa, pc, &r);
-		print_row(&v, &r, &w, json);
+	for (uint64_t pc = s->addr; !rc && pc < end; pc += r.len) {
+		decode_row(&l, pc, &r);
+		print_row(&pf, &v, &l, &r, &w, json);
 	}
 	np_fn_view_free(&v);
-	return 0;
+	if (l.isa)
+		plan_file_close(&pf);
+	free(l.code);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
