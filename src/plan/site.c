@@ -9,7 +9,9 @@
  *          arm64 adrp+add+br, riscv auipc+jalr), the long form through a
  *          register free at the site. Each is planned (plan.c), then put in
  *          place by the host: the engine allocates the trampoline and
- *          installs it, a file checks it against its model (model.c).
+ *          installs it, a file checks it against its model (model.c). A
+ *          jump at the site that cannot be put in place is tried from the
+ *          instruction before, as one that cannot be planned is.
  *   TRAP   one breakpoint: simulated when the class says so, else the
  *          instruction out of line in a copy that jumps back; where the
  *          jump back cannot be made (-ERANGE: beyond the short jump's reach
@@ -27,6 +29,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int realise_jump(struct np_fn_view *v, const struct np_plan_realise *r,
@@ -52,7 +55,23 @@ static int try_jump(struct np_fn_view *v, uint64_t pc, enum np_jump_form form,
 		err = np_plan_jump(v, pc, form, p);
 	if (err)
 		return err;
-	return realise_jump(v, r, s);
+	err = realise_jump(v, r, s);
+	/* a jump at pc that cannot be put in place (a relocation out of
+	 * reach of the trampoline: a tail call) may be from the instruction
+	 * before, which leaves it in place; the refusal stays pc's */
+	if (err && p->start == pc) {
+		struct np_site_plan *back = malloc(sizeof(*back));
+		if (!back)
+			return err;
+		*back = *s;
+		if (np_plan_jump_before(v, pc, form, &back->plan) == 0 &&
+		    realise_jump(v, r, back) == 0) {
+			*s = *back;
+			err = 0;
+		}
+		free(back);
+	}
+	return err;
 }
 
 static int realise_trap(struct np_fn_view *v, const struct np_plan_realise *r,

@@ -74,6 +74,35 @@ TEST(riscv64_a_site_between_lr_and_sc_is_refused_whatever_the_code_before)
 	np_fn_view_free(&v);
 }
 
+static const uint8_t tail[] = {
+	0x01, 0x11,             /* +0  addi sp,sp,-32 */
+	0x06, 0xec,             /* +2  sd ra,24(sp) */
+	0xe2, 0x60,             /* +4  ld ra,24(sp) */
+	0xa2, 0x64,             /* +6  ld s1,8(sp) */
+	0x05, 0x61,             /* +8  addi sp,sp,32 */
+	0x6f, 0x10, 0x00, 0x80, /* +10 j .-0xff000: a tail call */
+};
+
+/* At +8 the jal would displace the tail call, which the trampoline, 64
+ * KiB above, cannot make: its target is 1 MiB below, and no register is
+ * free for a longer jump. The jal at +6 covers +8 and leaves the tail
+ * call where it is. analyze took it; the engine gave up on the jal once
+ * the trampoline could not be built, and trapped. */
+TEST(riscv64_a_jump_whose_relocation_cannot_reach_goes_at_the_instruction_before)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, tail, sizeof(tail));
+	fake_view(&v, ISA, &h, BASE + sizeof(tail), BASE + sizeof(tail), true, BASE + 8, 0);
+	CHECK_EQ(fake_site(&v, BASE + 8, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_SHORT);
+	CHECK_EQ(s.plan.start, BASE + 6);
+	CHECK_EQ(s.plan.end, BASE + 10);
+	np_fn_view_free(&v);
+}
+
 static const uint8_t plain[] = {
 	0x41, 0x11, /* +0 addi sp,sp,-16 */
 	0x06, 0xe4, /* +2 sd ra,8(sp) */
