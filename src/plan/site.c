@@ -21,9 +21,10 @@
  *          sits in (between a load-reserved and its store-conditional), or
  *          of the copy that cannot be made.
  *
- * A long form that lacks a register asks for the module's register
- * summaries once and is planned again: a decode of the whole module, so
- * only then.
+ * A plan that lacks a register (the long form's, or a relocation that
+ * could only reach through one, an out-of-line copy's jump back above
+ * all) asks for the module's register summaries once and is made again:
+ * a decode of the whole module, so only then.
  */
 #include "plan/plan.h"
 
@@ -56,6 +57,11 @@ static int try_jump(struct np_fn_view *v, uint64_t pc, enum np_jump_form form,
 	if (err)
 		return err;
 	err = realise_jump(v, r, s);
+	if (err == -ERANGE && np_fn_view_use_module(v)) {
+		err = np_plan_jump(v, pc, form, p);
+		if (!err)
+			err = realise_jump(v, r, s);
+	}
 	/* a jump at pc that cannot be put in place (a relocation out of
 	 * reach of the trampoline: a tail call) may be from the instruction
 	 * before, which leaves it in place; the refusal stays pc's */
@@ -104,6 +110,8 @@ static int try_trap(struct np_fn_view *v, uint64_t pc, const struct np_plan_real
 	bool ool = s->plan.insn[0].cls != NP_INSN_SIMULATED;
 	s->kind = ool ? NP_SITE_TRAP_OOL : NP_SITE_TRAP_SIM;
 	err = realise_trap(v, r, s, false, why, sizeof(why));
+	if (err == -ERANGE && ool && np_fn_view_use_module(v) && np_plan_trap(v, pc, &s->plan) == 0)
+		err = realise_trap(v, r, s, false, why, sizeof(why));
 	if (err == -ERANGE && ool && realise_trap(v, r, s, true, back, sizeof(back)) == 0) {
 		s->trap_back = true;
 		add_why(s, "the copy jumps back by a trap");

@@ -189,6 +189,26 @@ TEST(riscv64_an_out_of_line_copy_traps_back_when_no_register_is_known_free)
 	CHECK(s.trap_back);
 	CHECK_STR(s.why, "a branch lands at 0x200004, inside the displaced bytes; no trampoline "
 			 "place within jal's reach; the copy jumps back by a trap");
+	CHECK_EQ(h.module_asks, 1);
+	np_fn_view_free(&v);
+}
+
+/* The engine built that copy with a trap back without asking the module,
+ * which says that the convention alone reaches the function: then t1 is
+ * free at +4, and the copy jumps back through it. */
+TEST(riscv64_an_out_of_line_copy_asks_the_module_before_it_traps_back)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, busy, sizeof(busy));
+	convention_only(&h);
+	fake_view(&v, ISA, &h, BASE + sizeof(busy), BASE + sizeof(busy), true, BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &far, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK(!s.trap_back);
+	CHECK_EQ(s.place, far.far);
+	CHECK_EQ(h.module_asks, 1);
 	np_fn_view_free(&v);
 }
 
