@@ -31,6 +31,9 @@ import shlex
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import Results, run_cases  # noqa: E402
+
 NP, DRIVER = sys.argv[1:3]
 RUN = shlex.split(os.environ.get("NP_WRAPPER", "")) + [DRIVER]
 SYSROOT = os.environ.get("NP_SYSROOT", "")
@@ -44,25 +47,19 @@ SKIP = {
     "__libc_start_main": "on the stack below main",
     "__libc_start_call_main": "on the stack below main",
 }
-failures = 0
-cases = []
+R = Results()
+CASES = []
 
 
 def case(fn):
-    cases.append(fn)
+    CASES.append(fn)
     return fn
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"# FAILED: {what}", file=sys.stderr)
 
 
 def list_json(*args):
     p = subprocess.run([NP, "list", "-j", *args], capture_output=True, text=True)
-    check(p.returncode == 0, f"list {args}: {p.stderr}")
+    if p.returncode:  # said only when it fails: list runs once per function
+        R.check(False, f"list {' '.join(args)}", p.stderr)
     return [json.loads(line) for line in p.stdout.splitlines()]
 
 
@@ -85,7 +82,8 @@ def compare(path, picked, running=None):
     sites, said = [], {}
     for addr, (name, size, limit) in picked:
         rows = [r for r in list_json(path, name) if r["type"] == "instruction"]
-        check(rows, f"{path} {name}: instructions listed")
+        if not rows:
+            R.check(False, f"{path} {name}: instructions listed")
         for r in rows:
             a = int(r["addr"], 16)
             if a >= addr + limit:
@@ -94,12 +92,12 @@ def compare(path, picked, running=None):
             said[a] = (name, r)
     feed = "".join(f"{a:x} {fn:x} {n}\n" for a, fn, n in sites)
     p = subprocess.run(RUN + [running or path], input=feed, capture_output=True, text=True, timeout=300)
-    check(p.returncode == 0, f"list-engine {path}: exit {p.returncode}: {p.stderr[-500:]}")
+    R.check(p.returncode == 0, f"list-engine {path} exits 0", p.stderr[-500:])
     placed = {}
     for line in p.stdout.splitlines():
         a, strategy, *why = line.split(" ", 2)
         placed[int(a, 16)] = (strategy.lower(), why[0] if why else "")
-    unknowable = 0
+    unknowable, differ = 0, []
     for a, (name, r) in said.items():
         got, why = placed.get(a, ("missing", ""))
         # what a file cannot tell: the pages within the short jump's
@@ -107,9 +105,10 @@ def compare(path, picked, running=None):
         if r["strategy"] == "jump" and got != "jump" and NO_MEMORY in why:
             unknowable += 1
             continue
-        check(got == r["strategy"],
-              f"{path} {name} {a:#x} {r['insn']}: list says {r['strategy']} ({r['reason']}), "
-              f"the engine {got} ({why})")
+        if got != r["strategy"]:
+            differ.append(f"{name} {a:#x} {r['insn']}: list says {r['strategy']} "
+                          f"({r['reason']}), the engine {got} ({why})")
+    R.check(not differ, f"{path}: list and the engine agree on every site", "\n".join(differ))
     if unknowable:
         print(f"# {unknowable} sites: the engine found no trampoline memory within reach")
     return len(said) - unknowable
@@ -121,9 +120,9 @@ def every_site_of_the_e2e_assembly_gets_what_list_says():
                                                text=True, check=True).stdout.split()}
     fns = functions(DRIVER)
     picked = [(a, fns[a]) for a in sorted(mine) if a in fns and fns[a][1]]
-    check(len(picked) >= 10, f"{len(picked)} assembly functions found in {DRIVER}")
+    R.check(len(picked) >= 10, f"{len(picked)} assembly functions found in {DRIVER}")
     n = compare(DRIVER, picked)
-    check(n > 200, f"compared {n} sites")
+    R.check(n > 200, f"compared {n} sites")
     print(f"# {len(picked)} functions, {n} sites")
 
 
@@ -135,7 +134,7 @@ def driver_libc():
 @case
 def a_sample_of_libc_gets_what_list_says():
     running = driver_libc()
-    check(running is not None, "the driver's libc")
+    R.check(running is not None, "the driver's libc")
     if not running:
         return
     libc = SYSROOT + running if SYSROOT and os.path.exists(SYSROOT + running) else running
@@ -154,13 +153,8 @@ def a_sample_of_libc_gets_what_list_says():
     for name in ("__memmove_avx_unaligned_erms", "__memcpy_avx_unaligned_erms"):
         picked += [(a, v) for a, v in fns.items() if v[0] == name]
     n = compare(libc, picked, running)
-    check(n > 500, f"compared {n} sites")
+    R.check(n > 500, f"compared {n} sites")
     print(f"# {libc}: {len(picked)} functions, {n} sites")
 
 
-print(f"1..{len(cases)}")
-for i, fn in enumerate(cases, 1):
-    before = failures
-    fn()
-    print(f"{'ok' if failures == before else 'not ok'} {i} - {fn.__name__}")
-sys.exit(1 if failures else 0)
+sys.exit(run_cases(R, CASES, [NP, DRIVER], sys.argv[3:]))
