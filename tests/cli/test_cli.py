@@ -38,6 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results, run_cases  # noqa: E402
+from session import ptrace_allowed, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 
@@ -341,22 +342,6 @@ class Site:
         return False
 
 
-def session_ready(proc, timeout=TIMEOUT):
-    """Whether nanoprobe (the process `proc`) has its session set up: it maps
-    the agent's rings (memfd "nanoprobe-rings") once the agent has said
-    READY, which the agent says after placing every probe it can."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{proc.pid}/maps") as f:
-                if "nanoprobe-rings" in f.read():
-                    return True
-        except OSError:
-            return False
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.005)
-    return False
 
 
 def start_attached(site, *args):
@@ -1431,13 +1416,6 @@ def needs_ptrace(fn):
     return run
 
 
-def ptrace_allowed():
-    try:
-        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            scope = int(f.read())
-    except OSError:
-        return True
-    return scope == 0 or os.geteuid() == 0
 
 
 def attach_session(how, k=5):

@@ -27,6 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results, run_cases  # noqa: E402
+from session import ptrace_allowed, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
@@ -231,26 +232,8 @@ class Serve:
         self.p.wait(timeout=TIMEOUT)
 
 
-def session_ready(proc):
-    """nanoprobe maps the agent's rings once every probe is placed."""
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with open(f"/proc/{proc.pid}/maps") as f:
-                if "nanoprobe-rings" in f.read():
-                    return True
-        except OSError:
-            return False
-        time.sleep(0.005)
-    return False
 
 
-def ptrace_allowed():
-    try:
-        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            return f.read().strip() == "0" or os.geteuid() == 0
-    except OSError:
-        return True
 
 
 @case

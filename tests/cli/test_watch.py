@@ -22,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results  # noqa: E402
+from session import session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
@@ -290,17 +291,6 @@ class Waiting:
             return f.read()
 
 
-def session_ready(proc):
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with open(f"/proc/{proc.pid}/maps") as f:
-                if "nanoprobe-rings" in f.read():
-                    return True
-        except OSError:
-            return False
-        time.sleep(0.005)
-    return False
 
 
 def attached():

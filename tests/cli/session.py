@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+"""What the command-line suites ask of a running nanoprobe session."""
+import os
+import time
+
+
+def session_ready(proc, timeout=60):
+    """Whether nanoprobe (the process `proc`) has its session set up: it maps
+    the agents' rings (memfd "nanoprobe-rings") once the first agent has
+    said READY, which an agent says after placing every probe it can."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/maps") as f:
+                if "nanoprobe-rings" in f.read():
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def ptrace_allowed():
+    """Whether this user may attach to its own processes (-p)."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return f.read().strip() == "0" or os.geteuid() == 0
+    except OSError:
+        return True
