@@ -2,7 +2,8 @@
 /*
  * The free-register analysis.
  *
- * 003_2060ca1e897bea36.txt scans forward from a site: a register written
+ * The riscv64 kernel's optimized-kprobe patch set scans forward from a
+ * site for the register its auipc+jalr detour clobbers: a register written
  * before it is read is free there; the scan stops at the first branch.
  * This is the same question asked as classic liveness over the whole
  * function, which answers it at every instruction at once and goes
@@ -11,7 +12,7 @@
  *   - backward: live-in = read | (live-out & ~written), live-out the union
  *     of the successors' live-in. A conditional branch has two
  *     successors, so a register is free before it only when it is free on
- *     both paths (the paper's intersection). Where control goes somewhere
+ *     both paths (the intersection the riscv64 optprobes' scan takes). Where control goes somewhere
  *     unknown (indirect jump, system instruction, bytes that do not
  *     decode, a target inside an instruction, a jump out of the function)
  *     every register is live. A jump out may be a tail call, but it may as

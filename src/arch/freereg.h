@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The free-register analysis, shared by every ISA (field guide,
- * principle 9): which general registers may a patch or a relocated
- * instruction clobber at a given address of a function?
+ * The free-register analysis, shared by every ISA (the riscv64 kernel
+ * optprobes' forward scan, taken further; docs/design.md): which general
+ * registers may a patch or a relocated instruction clobber at a given
+ * address of a function?
  *
  * Pure like the ISA code: it works on a function's bytes through the
  * np_isa hooks decode(), reg_use() and pair_target() and the convention

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The strategy of one site, in the engine's fixed order (field guide,
- * principle 1), with the reason each strategy before the chosen one was
- * not taken:
+ * The strategy of one site, in the engine's fixed order (trap-free first,
+ * a trap as the fallback, a refusal rather than a risk), with the reason
+ * each strategy before the chosen one was not taken:
  *
  *   JUMP   the short form (emit_jump: x86 jmp rel32, arm64 b, riscv jal);
  *          else, on ISAs whose longer jump needs a register (emit_jump_via:
