@@ -51,6 +51,32 @@ struct np_ctx {
 	struct np_regs regs;  /* +16 */
 };
 #define NP_CTX_REGS_OFF 16
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NP_ASAN 1
+#endif
+#endif
+
+/*
+ * A context a trampoline built on the thread's stack, below every frame
+ * the compiler knows of. Under ASan its shadow may still hold a dead
+ * frame's poison: a thread made after fork gets the stack of a thread
+ * that did not come along, and a probe hit in its start-up (before ASan's
+ * thread start clears the stack's shadow) would read its own context as
+ * an overflow. The hit path owns these bytes; each entry from a
+ * trampoline says so (ctx.c). Nothing in other builds.
+ */
+#ifdef NP_ASAN
+void np_ctx_claim(struct np_ctx *ctx);
+#else
+static inline void np_ctx_claim(struct np_ctx *ctx)
+{
+	(void)ctx;
+}
+#endif
 /* kind: low byte entry/return; higher bits say which registers a lean
  * trampoline left out of ctx (np_host_reg_captured). */
 enum {

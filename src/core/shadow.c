@@ -411,6 +411,7 @@ static void run_return_handlers(struct np_thread *t, struct np_ctx *ctx,
  * regs.pc, its frame off the stack, its return handlers run. */
 void np__ret_dispatch(struct np_ctx *ctx)
 {
+	np_ctx_claim(ctx);
 	struct np_thread *t = np_thread_peek();
 	uint64_t key = np_host_ret_key(ctx);
 	uint32_t i = t ? t->shadow_top : 0;

@@ -346,6 +346,7 @@ bool np_thread_in_handler(int tid)
 /* The inline hit path's return arming (in_site is set by the caller). */
 void np__shadow_arm(struct np_ctx *ctx)
 {
+	np_ctx_claim(ctx);
 	struct np_site *site = ctx->site;
 	np_shadow_push(np_tls_self, ctx, site,
 		       atomic_load_explicit(&site->list, memory_order_acquire));
@@ -364,6 +365,7 @@ static const struct np_hlist *site_list(const struct np_ctx *ctx)
 
 void np__dispatch(struct np_ctx *ctx)
 {
+	np_ctx_claim(ctx);
 	struct np_site *site = ctx->site;
 	struct np_thread *t = np_thread_self();
 
