@@ -19,9 +19,8 @@ short jump's reach. Prints TAP.
 NP_WRAPPER runs LIST_ENGINE through a command: a cross build's engine
 under qemu-user, held against the host's `list` planning that ISA's code
 (the planner runs any ISA on any host), e.g.
-  NP_WRAPPER="qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=\
-  /usr/aarch64-linux-gnu/lib:/usr/lib/aarch64-linux-gnu:build-arm64/src" \
-  test_list_engine.py build/tools/nanoprobe/nanoprobe build-arm64/tests/cli/list-engine
+  NP_WRAPPER="qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib:/usr/lib/aarch64-linux-gnu:build-arm64/src" \
+    test_list_engine.py build/tools/nanoprobe/nanoprobe build-arm64/tests/cli/list-engine
 NP_SYSROOT is where the guest's files are on the host (qemu's -L), for
 `list` to read the libc the engine runs with.
 """
