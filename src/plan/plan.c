@@ -8,7 +8,9 @@
  *   - an instruction in it is REJECTED by the ISA tables;
  *   - a call is not the last instruction (its return would land inside);
  *   - a jump or return is followed by more displaced bytes that are not
- *     alignment padding past the function's end;
+ *     filler (nops, traps: alignment padding, an unreachable ud2) never
+ *     reached: past the function's end, or inside it where no branch of
+ *     the function or a neighbour lands and every jump's target is known;
  *   - a direct branch or a resolved jump-table entry of the function, or
  *     a branch of a neighbour, lands strictly inside the displaced bytes;
  *   - more than one instruction would be displaced while the function has
@@ -47,6 +49,31 @@ static bool padding_until(const struct np_fn_view *v, uint64_t pc, uint64_t end)
 	return end <= v->fb.limit;
 }
 
+/*
+ * The filler after a jump or return inside the function, [from, need):
+ * nothing falls into it, so only a branch could run it. Every branch
+ * must then be known (no unresolved indirect jump) and none land in it;
+ * then it is dead, as the padding past a function's end is, and the
+ * patch may cover it (docs/design.md, "Dead filler").
+ */
+static int dead_filler(const struct np_fn_view *v, struct np_plan *p, uint64_t nofall,
+		       uint64_t from, uint64_t need)
+{
+	if (!padding_until(v, from, need))
+		return REFUSE(p, "a jump or return at 0x%llx is followed by code the patch would "
+				 "overwrite", (unsigned long long)nofall);
+	if (v->unresolved)
+		return REFUSE(p, "a jump or return at 0x%llx is followed by filler the patch would "
+				 "overwrite, and the function has %d indirect jump(s) whose targets "
+				 "cannot be resolved", (unsigned long long)nofall, v->unresolved);
+	for (size_t i = 0; i < v->ntargets; i++)
+		if (v->targets[i] >= from && v->targets[i] < need)
+			return REFUSE(p, "a branch lands at 0x%llx, in the filler after the jump or "
+					 "return at 0x%llx", (unsigned long long)v->targets[i],
+				      (unsigned long long)nofall);
+	return 0;
+}
+
 /* Whole instructions from p->start covering at least [start, need). */
 static int cover(const struct np_fn_view *v, struct np_plan *p, uint64_t need)
 {
@@ -77,9 +104,17 @@ static int cover(const struct np_fn_view *v, struct np_plan *p, uint64_t need)
 			return REFUSE(p, "a call at 0x%llx would not be the last displaced "
 					 "instruction", (unsigned long long)pc);
 		if ((in->flags & NP_INSN_NOFALL) && pc + in->len < need &&
-		    (!v->fb.known || pc + in->len < v->fb.end))
-			return REFUSE(p, "a jump or return at 0x%llx is followed by code the "
-					 "patch would overwrite", (unsigned long long)pc);
+		    (!v->fb.known || pc + in->len < v->fb.end)) {
+			if (!v->fb.known)
+				return REFUSE(p, "a jump or return at 0x%llx is followed by code "
+						 "the patch would overwrite", (unsigned long long)pc);
+			int err = dead_filler(v, p, pc, pc + in->len, need);
+			if (err)
+				return err;
+			p->ninsn++;
+			padded = true; /* never executed: patched over, not relocated */
+			break;
+		}
 		pc += in->len;
 		p->ninsn++;
 	}

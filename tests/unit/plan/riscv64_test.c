@@ -241,4 +241,31 @@ TEST(riscv64_every_site_from_lr_to_sc_is_refused_the_others_jump)
 	np_fn_view_free(&v);
 }
 
+/* A return followed by the compiler's alignment nops inside the function,
+ * before a loop head further on: jal covers the ret and one nop. */
+static const uint8_t ret_then_nops[] = {
+	0x01, 0x45, /* +0 li a0,0 */
+	0x82, 0x80, /* +2 ret */
+	0x01, 0x00, /* +4 nop (c.nop) */
+	0x01, 0x00, /* +6 nop */
+	0x05, 0x05, /* +8 addi a0,a0,1: a loop head, a branch's target */
+	0xe3, 0x0f, 0x05, 0xfe, /* +10 beqz a0,+8 */
+	0x82, 0x80, /* +14 ret */
+};
+
+TEST(riscv64_the_nops_after_a_return_inside_the_function_are_patched_over)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, ret_then_nops, sizeof(ret_then_nops));
+	fake_view(&v, ISA, &h, BASE + sizeof(ret_then_nops), BASE + sizeof(ret_then_nops), true,
+		  BASE + 2, 0);
+	CHECK_EQ(fake_site(&v, BASE + 2, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.ninsn, 1); /* the ret: the nop is not relocated */
+	CHECK_EQ(s.plan.end, BASE + 6);
+	np_fn_view_free(&v);
+}
+
 TEST_MAIN()

@@ -81,6 +81,86 @@ TEST(x86_a_one_byte_function_jumps_over_the_padding_after_it)
 	np_fn_view_free(&v);
 }
 
+/* A function ending in unreachable filler inside its own symbol: GCC's
+ * ud2 after a path __builtin_unreachable() ends, clang's int3s. */
+static const uint8_t ret_then_ud2[] = {
+	0x31, 0xc0, /* +0 xor %eax,%eax */
+	0xc3,       /* +2 ret */
+	0x0f, 0x0b, /* +3 ud2: unreachable, inside the function */
+	0x55,       /* +5 push %rbp: the next function */
+};
+
+static int plan_code(struct fake_host *h, uint64_t end, struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_view(&v, ISA, h, end, end, true, BASE, 0);
+	int err = fake_site(&v, BASE, &near, s);
+	np_fn_view_free(&v);
+	return err;
+}
+
+TEST(x86_the_filler_after_a_return_inside_the_function_is_patched_over)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, ret_then_ud2, sizeof(ret_then_ud2));
+	CHECK_EQ(plan_code(&h, BASE + 5, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.ninsn, 2); /* xor, ret: the ud2 is not relocated */
+	CHECK_EQ(s.plan.end, BASE + 5);
+}
+
+TEST(x86_filler_a_branch_lands_on_is_not_patched_over)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, ret_then_ud2, sizeof(ret_then_ud2));
+	h.targets[h.ntargets++] = BASE + 3; /* a jne to the ud2 */
+	CHECK_EQ(plan_code(&h, BASE + 5, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK_STR(s.why, "a branch lands at 0x400003, in the filler after the jump or return at "
+			 "0x400002");
+}
+
+static const uint8_t ret_then_ud2_then_switch[] = {
+	0x31, 0xc0, /* +0 xor %eax,%eax */
+	0xc3,       /* +2 ret */
+	0x0f, 0x0b, /* +3 ud2 */
+	0xff, 0xe0, /* +5 jmp *%rax: a jump whose targets are not known */
+};
+
+TEST(x86_filler_is_not_patched_over_when_a_jump_of_the_function_is_unresolved)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, ret_then_ud2_then_switch, sizeof(ret_then_ud2_then_switch));
+	CHECK_EQ(plan_code(&h, BASE + sizeof(ret_then_ud2_then_switch), &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK_STR(s.why, "a jump or return at 0x400002 is followed by filler the patch would "
+			 "overwrite, and the function has 1 indirect jump(s) whose targets cannot "
+			 "be resolved");
+}
+
+static const uint8_t ret_then_int3[] = {
+	0xc3,                         /* +0 ret */
+	0xcc, 0xcc, 0xcc, 0xcc, 0xcc, /* +1 int3s, inside the function's symbol */
+};
+
+TEST(x86_a_return_and_int3s_inside_the_symbol_jump)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, ret_then_int3, sizeof(ret_then_int3));
+	fake_view(&v, ISA, &h, BASE + sizeof(ret_then_int3), BASE + sizeof(ret_then_int3), true,
+		  BASE, 0);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.ninsn, 1);
+	CHECK_EQ(s.plan.end, BASE + 5);
+	np_fn_view_free(&v);
+}
+
 static const uint8_t tiny_then_code[] = {
 	0xc3,                         /* +0 ret */
 	0xb8, 0x01, 0x00, 0x00, 0x00, /* +1 mov $0x1,%eax: the next function */

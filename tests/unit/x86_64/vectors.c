@@ -140,7 +140,7 @@ const struct x86_vec x86_vectors[] = {
 	{B(0xcc), "int3", REJ, PAD | SYS, 0},
 	{B(0xf1), "int1", REJ, SYS, 0},
 	{B(0xcd, 0x80), "int    $0x80", REJ, SYS, 0},
-	{B(0x0f, 0x0b), "ud2", REJ, NOFALL, 0},
+	{B(0x0f, 0x0b), "ud2", REJ, NOFALL | PAD, 0}, /* unreachable's filler */
 	{B(0x0f, 0xff, 0xc0), "ud0    %eax,%eax", REJ, NOFALL, 0},
 	{B(0x0f, 0xb9, 0xc0), "ud1    %eax,%eax", REJ, NOFALL, 0},
 	{B(0xf4), "hlt", REJ, NOFALL | SYS, 0},
