@@ -258,6 +258,13 @@ int np_plan_jump_before(const struct np_fn_view *v, uint64_t addr, enum np_jump_
 	if (!err && p->end <= addr)
 		return REFUSE(p, "the jump at 0x%llx ends before 0x%llx", (unsigned long long)prev,
 			      (unsigned long long)addr);
+	/* addr must be run from the trampoline, not be filler patched over
+	 * after a jump or return (which nothing reaches: its probe would
+	 * never fire, and the engine would have no place for it) */
+	const struct np_insn *last = &p->insn[p->ninsn - 1];
+	if (!err && addr >= last->pc + last->len)
+		return REFUSE(p, "0x%llx is filler after the jump or return at 0x%llx",
+			      (unsigned long long)addr, (unsigned long long)last->pc);
 	return err;
 }
 

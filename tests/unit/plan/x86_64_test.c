@@ -141,6 +141,31 @@ TEST(x86_filler_is_not_patched_over_when_a_jump_of_the_function_is_unresolved)
 			 "be resolved");
 }
 
+/* glibc's _IO_setvbuf+0x75: an alignment nop between a jmp and a loop
+ * head. The jmp before it may cover the nop as filler, but then nothing
+ * runs the nop: a probe there takes a trap of its own (it never fires). */
+static const uint8_t jmp_nop_head[] = {
+	0xbd, 0xff, 0xff, 0xff, 0xff, /* +0  mov $0xffffffff,%ebp */
+	0xeb, 0x03,                   /* +5  jmp +10 */
+	0x0f, 0x1f, 0x00,             /* +7  nopl (%rax) */
+	0x41, 0x83, 0xfd, 0x01,       /* +10 cmp $0x1,%r13d: the jmp's target */
+	0xc3,                         /* +14 ret */
+};
+
+TEST(x86_filler_is_never_a_site_the_jump_before_covers)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, jmp_nop_head, sizeof(jmp_nop_head));
+	fake_view(&v, ISA, &h, BASE + sizeof(jmp_nop_head), BASE + sizeof(jmp_nop_head), true,
+		  BASE + 7, 0);
+	CHECK_EQ(fake_site(&v, BASE + 7, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* the nop is simulated */
+	CHECK_STR(s.why, "a branch lands at 0x40000a, inside the displaced bytes");
+	np_fn_view_free(&v);
+}
+
 static const uint8_t ret_then_int3[] = {
 	0xc3,                         /* +0 ret */
 	0xcc, 0xcc, 0xcc, 0xcc, 0xcc, /* +1 int3s, inside the function's symbol */
