@@ -64,8 +64,10 @@ static int try_jump(struct np_fn_view *v, uint64_t pc, enum np_jump_form form,
 	}
 	/* a jump at pc that cannot be put in place (a relocation out of
 	 * reach of the trampoline: a tail call) may be from the instruction
-	 * before, which leaves it in place; the refusal stays pc's */
-	if (err && p->start == pc) {
+	 * before, which leaves it in place; the refusal stays pc's. Not for
+	 * another failure: threads held inside the bytes (EAGAIN) say the
+	 * site is busy now, not that its jump is misplaced */
+	if (err == -ERANGE && p->start == pc) {
 		struct np_site_plan *back = malloc(sizeof(*back));
 		if (!back)
 			return err;
