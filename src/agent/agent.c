@@ -609,7 +609,7 @@ static void *session_thread(void *arg)
 	/* Injected: the guard on the mask calls before the command sees us
 	 * connect, and unblocks the engine's signals in the threads that
 	 * block them: a thread made in between would keep them blocked
-	 * (maskguard.c, tools/nanoprobe/masks.c). */
+	 * (maskguard.c, tools/nanoprobe/inject/masks.c). */
 	if (name && injected) {
 		await_borrowed_thread();
 		np_agent_guard_masks();

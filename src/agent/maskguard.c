@@ -7,7 +7,7 @@
  * A preloaded agent interposes the program's sigprocmask and
  * pthread_sigmask; an injected one comes after libc in the lookup order
  * and cannot. The command unblocks SIGTRAP, SIGSEGV and SIGBUS in the
- * threads that exist (tools/nanoprobe/masks.c); this covers the threads
+ * threads that exist (tools/nanoprobe/inject/masks.c); this covers the threads
  * that block them during the session: jemalloc makes its background
  * threads with every signal blocked, around pthread_create, and one born
  * during a 'count -p PID c:*' of redis-server died at the breakpoint a

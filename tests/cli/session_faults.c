@@ -19,7 +19,7 @@
  * Prints "STEP: done" and exits 0, or a reason and exits 1.
  */
 #include "agent/proto.h"
-#include "inject.h"
+#include "inject/inject.h"
 
 #include <errno.h>
 #include <poll.h>

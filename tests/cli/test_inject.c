@@ -10,7 +10,7 @@
  * Paths from the environment: NP_INJECT_TARGET, NP_INJECT_LIB, and
  * NP_INJECT_TARGET_STATIC (empty when there is no libc.a to link it).
  */
-#include "inject.h"
+#include "inject/inject.h"
 #include "test.h"
 
 #include <errno.h>

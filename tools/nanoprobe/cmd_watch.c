@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "inject.h"
+#include "inject/inject.h"
 #include "quote.h"
 #include "session.h"
 #include "stamp.h"

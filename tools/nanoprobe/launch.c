@@ -20,8 +20,8 @@
 
 #include "agent/proto.h"
 #include "cli.h"
-#include "inject.h"
-#include "masks.h"
+#include "inject/inject.h"
+#include "inject/masks.h"
 #include "session.h" /* SESSION_MAX_PIDS */
 
 #define AGENT_NAME "libnanoprobe-agent.so"

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "inject.h"
-#include "output.h"
+#include "inject/inject.h"
 #include "launch.h"
+#include "output.h"
 #include "session.h"
 #include "symtab.h"
 

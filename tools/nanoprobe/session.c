@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "consume.h"
 #include "agent/vm.h"
+#include "consume.h"
 #include <nanoprobe/nanoprobe.h>
-#include "inject.h"
+#include "inject/inject.h"
 #include "launch.h"
 #include "output.h"
 #include "tree.h"

@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "inject/inject.h"
 #include "output.h"
-#include "inject.h"
 #include "runtime.h"
 #include "session.h"
 #include "usdt.h"
