@@ -4,7 +4,7 @@
  *
  * One implementation, run by three hosts: the engine when it places a
  * probe in a live process (src/core/plan_host.c), and the command's `list`
- * and `analyze` over a file's bytes (tools/nanoprobe/plan_file.c). It is
+ * and `analyze` over a file's bytes (tools/nanoprobe/symbols/plan_file.c). It is
  * pure like the ISA code under it (src/arch/): it works on a struct np_isa
  * and what the host hands it, makes no syscall, keeps no global state, so
  * any host plans for any ISA and the unit tests run every ISA on every

@@ -10,7 +10,7 @@
  * MODULE is a file mapped in this process: the program itself (its path)
  * or the libc it runs with. Each line of stdin is "VADDR FUNC_VADDR
  * FUNC_SIZE" (hexadecimal, hexadecimal, decimal: the bounds the command
- * passes, tools/nanoprobe/resolve.c); for each, a probe is attached there
+ * passes, tools/nanoprobe/symbols/resolve.c); for each, a probe is attached there
  * with NP_STRATEGY_AUTO and detached at once, and a line "VADDR STRATEGY
  * REASON" printed: jump, trap or refused, and the engine's last log line.
  * One probe at a time, as list plans each site alone.

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "spec.h"
+#include "symbols/spec.h"
 #include "test.h"
 
 static struct spec s;

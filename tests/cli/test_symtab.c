@@ -10,8 +10,8 @@
  */
 #include "test.h"
 
-#include "../../tools/nanoprobe/demangle.h"
-#include "../../tools/nanoprobe/symtab.h"
+#include "symbols/demangle.h"
+#include "symbols/symtab.h"
 
 #include <elfutils/libdwelf.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz spec_parse (tools/nanoprobe/spec.c): any bytes, as a NUL-terminated
+ * Fuzz spec_parse (tools/nanoprobe/symbols/spec.c): any bytes, as a NUL-terminated
  * string, either parse into a spec whose every fetch is well-formed, or
  * fail with -EINVAL and an error text that quotes the spec.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "../../tools/nanoprobe/spec.h"
+#include "symbols/spec.h"
 
 static void check_fetch(const struct np_fetch *f)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz np_symtab_load (tools/nanoprobe/symtab.c, through libdwfl): the
+ * Fuzz np_symtab_load (tools/nanoprobe/symbols/symtab.c, through libdwfl): the
  * input is written to a temporary file and loaded from there. A table that
  * loads is queried every way the command does, then freed.
  */
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "../../tools/nanoprobe/symtab.h"
+#include "symbols/symtab.h"
 
 /* One temporary file per process, rewritten for each input: the loader
  * resolves its path (realpath), which a memfd's /proc/self/fd/N has not. */

@@ -31,7 +31,7 @@
 
 #include "bench.h"
 #include "bench_kernel.h"
-#include "symtab.h"
+#include "symbols/symtab.h"
 
 /* The programs of the Debian packages, not whatever $PATH finds first (a
  * pyenv shim is a shell script that forks). */

@@ -20,9 +20,9 @@
  * must be; by default each file's e_machine picks it.
  */
 #include "arch/regsum.h"
-#include "plan_file.h"
 #include "quote.h"
-#include "symtab.h"
+#include "symbols/plan_file.h"
+#include "symbols/symtab.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -14,9 +14,9 @@
  */
 #include "cmd_list.h"
 #include "cli.h"
-#include "plan_file.h"
 #include "quote.h"
-#include "symtab.h"
+#include "symbols/plan_file.h"
+#include "symbols/symtab.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -22,7 +22,7 @@
 #include "quote.h"
 #include "session.h"
 #include "stamp.h"
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 #include "watch_spec.h"
 
 #define MAX_TIDS 8 /* listed per writer; the rest are counted */

@@ -18,7 +18,7 @@
 #include "launch.h"
 #include "output.h"
 #include "session.h"
-#include "symtab.h"
+#include "symbols/symtab.h"
 
 int session_main_path(const struct session_opts *o, char *out, size_t len, char *err,
 		      size_t errlen)

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
-#include "resolve.h"
+#include "symbols/resolve.h"
 
 struct np_vm_prog;
 

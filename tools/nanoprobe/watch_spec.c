@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "core/watch.h" /* np_watch_check_shape */
-#include "symtab.h"
+#include "symbols/symtab.h"
 
 const char *watch_type_name(enum np_watch_type type)
 {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "resolve.h"
+#include "symbols/resolve.h"
 
 struct watch_spec {
 	const char *text;

@@ -33,7 +33,7 @@
 #include "output.h"
 #include "runtime.h"
 #include "session.h"
-#include "usdt.h"
+#include "symbols/usdt.h"
 
 #define CMD_RING_BYTES (1u << 20)
 #define RUN_RINGS 256

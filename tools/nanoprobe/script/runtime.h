@@ -8,8 +8,8 @@
 
 #include "agent/vm_run.h"
 #include "compile.h"
-#include "resolve.h"
-#include "symbolize.h"
+#include "symbols/resolve.h"
+#include "symbols/symbolize.h"
 
 struct script_rt {
 	struct program *prog;
