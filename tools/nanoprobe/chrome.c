@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "chrome.h"
 
-#include "output.h"
-#include "quote.h"
+#include "output/output.h"
+#include "output/quote.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * must be; by default each file's e_machine picks it.
  */
 #include "arch/regsum.h"
-#include "quote.h"
+#include "output/quote.h"
 #include "symbols/plan_file.h"
 #include "symbols/symtab.h"
 

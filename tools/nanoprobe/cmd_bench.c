@@ -19,7 +19,7 @@
 
 #include "bench.h"
 #include "commands.h"
-#include "quote.h"
+#include "output/quote.h"
 
 const char *const bench_backend_names[BK_COUNT] = {"none", "kernel", "trap", "jump", "watch"};
 

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "quote.h"
+#include "output/quote.h"
+#include "output/stamp.h"
 #include "session.h"
-#include "stamp.h"
 
 struct count {
 	const struct probe_set *set;

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "quote.h"
+#include "output/quote.h"
+#include "output/stamp.h"
 #include "session.h"
-#include "stamp.h"
 
 #define BAR 52
 

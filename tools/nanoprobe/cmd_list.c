@@ -14,7 +14,7 @@
  */
 #include "cmd_list.h"
 #include "cli.h"
-#include "quote.h"
+#include "output/quote.h"
 #include "symbols/plan_file.h"
 #include "symbols/symtab.h"
 

@@ -13,7 +13,7 @@
 
 #include "chrome.h"
 #include "commands.h"
-#include "quote.h"
+#include "output/quote.h"
 #include "session.h"
 
 struct trace {

@@ -19,9 +19,9 @@
 
 #include "commands.h"
 #include "inject/inject.h"
-#include "quote.h"
+#include "output/quote.h"
+#include "output/stamp.h"
 #include "session.h"
-#include "stamp.h"
 #include "symbols/symbolize.h"
 #include "watch_spec.h"
 

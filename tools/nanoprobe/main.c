@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "output.h"
+#include "output/output.h"
 #include "suggest.h"
 
 static const struct cli_verb *const verbs[] = {

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "inject/inject.h"
 #include "launch.h"
-#include "output.h"
+#include "output/output.h"
 #include "session.h"
 #include "symbols/symtab.h"
 

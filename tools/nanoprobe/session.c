@@ -26,7 +26,7 @@
 #include <nanoprobe/nanoprobe.h>
 #include "inject/inject.h"
 #include "launch.h"
-#include "output.h"
+#include "output/output.h"
 #include "tree.h"
 
 /* Threads that can record at once (a ring each; rings of threads that exit

@@ -50,7 +50,7 @@
 #include "agent/vm.h"
 #include "consume.h"
 #include "launch.h"
-#include "output.h"
+#include "output/output.h"
 
 #define CONNECT_TIMEOUT_MS 15000
 #define READY_TIMEOUT_MS 60000

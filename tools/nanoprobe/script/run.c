@@ -30,7 +30,7 @@
 
 #include "commands.h"
 #include "inject/inject.h"
-#include "output.h"
+#include "output/output.h"
 #include "runtime.h"
 #include "session.h"
 #include "symbols/usdt.h"
