@@ -31,10 +31,11 @@ RULES = {
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
     "src/agent": ("agent/", "host/host.h", "core/nolibc.h", "core/clock.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
-                        "nanoprobe/", "inject/", "symbols/", "output/"),
+                        "nanoprobe/", "inject/", "symbols/", "output/", "session/"),
     "tools/nanoprobe/inject": (),  # the injector needs nothing of the command
     "tools/nanoprobe/symbols": ("agent/proto.h", "arch/", "plan/"),
     "tools/nanoprobe/output": (),  # the frame's cli.h only
+    "tools/nanoprobe/session": ("agent/proto.h", "agent/vm.h", "inject/", "output/", "symbols/"),
     "tests": None,  # tests reach into every layer on purpose
     "bench": None,
     "examples": ("nanoprobe/",),

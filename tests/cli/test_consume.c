@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "consume.h"
+#include "session/consume.h"
 #include "test.h"
 
 #define NPROBES 2

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "session.h"
+#include "session/session.h"
 
 /* cmd_trace.c: an argument's value as trace prints it. */
 void trace_value(FILE *f, const struct event *ev, unsigned i, bool json);

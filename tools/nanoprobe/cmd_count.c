@@ -15,7 +15,7 @@
 #include "commands.h"
 #include "output/quote.h"
 #include "output/stamp.h"
-#include "session.h"
+#include "session/session.h"
 
 struct count {
 	const struct probe_set *set;

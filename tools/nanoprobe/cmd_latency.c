@@ -18,7 +18,7 @@
 #include "commands.h"
 #include "output/quote.h"
 #include "output/stamp.h"
-#include "session.h"
+#include "session/session.h"
 
 #define BAR 52
 

@@ -14,7 +14,7 @@
 #include "chrome.h"
 #include "commands.h"
 #include "output/quote.h"
-#include "session.h"
+#include "session/session.h"
 
 struct trace {
 	const char *export_path; /* --export-trace */

@@ -21,7 +21,7 @@
 #include "inject/inject.h"
 #include "output/quote.h"
 #include "output/stamp.h"
-#include "session.h"
+#include "session/session.h"
 #include "symbols/symbolize.h"
 #include "watch_spec.h"
 

@@ -32,7 +32,7 @@
 #include "inject/inject.h"
 #include "output/output.h"
 #include "runtime.h"
-#include "session.h"
+#include "session/session.h"
 #include "symbols/usdt.h"
 
 #define CMD_RING_BYTES (1u << 20)
