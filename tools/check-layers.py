@@ -31,11 +31,12 @@ RULES = {
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
     "src/agent": ("agent/", "host/host.h", "core/nolibc.h", "core/clock.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
-                        "nanoprobe/", "inject/", "symbols/", "output/", "session/"),
+                        "nanoprobe/", "inject/", "symbols/", "output/", "session/", "bench/"),
     "tools/nanoprobe/inject": (),  # the injector needs nothing of the command
     "tools/nanoprobe/symbols": ("agent/proto.h", "arch/", "plan/"),
     "tools/nanoprobe/output": (),  # the frame's cli.h only
     "tools/nanoprobe/session": ("agent/proto.h", "agent/vm.h", "inject/", "output/", "symbols/"),
+    "tools/nanoprobe/bench": ("symbols/",),
     "tests": None,  # tests reach into every layer on purpose
     "bench": None,
     "examples": ("nanoprobe/",),

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "commands.h"
 #include "output/quote.h"
 
