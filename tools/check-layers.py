@@ -31,7 +31,7 @@ RULES = {
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
     "src/agent": ("agent/", "host/host.h", "core/nolibc.h", "core/clock.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
-                        "nanoprobe/", "inject/", "symbols/", "output/", "session/", "bench/"),
+                        "nanoprobe/", "inject/", "symbols/", "output/", "session/", "bench/", "verbs/"),
     "tools/nanoprobe/inject": (),  # the injector needs nothing of the command
     "tools/nanoprobe/symbols": ("agent/proto.h", "arch/", "plan/"),
     "tools/nanoprobe/output": (),  # the frame's cli.h only
@@ -48,7 +48,7 @@ DEBTS = {
     ("src/agent/maskguard.c", "core/internal.h"): "np_host_isa's decoder, np_patch_signal",
     ("src/agent/modules.c", "core/internal.h"): "struct np_probe, to re-place probes",
     ("src/agent/signals.c", "core/internal.h"): "np_trap_chain_swap, np_patch_signal",
-    ("tools/nanoprobe/watch_spec.c", "core/watch.h"): "np_watch_check_shape, shared with core",
+    ("tools/nanoprobe/verbs/watch_spec.c", "core/watch.h"): "np_watch_check_shape, shared with core",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `nanoprobe list` without the rest of the command: argv[1..] are its own. */
-#include "../../tools/nanoprobe/cli.h"
-#include "../../tools/nanoprobe/cmd_list.h"
+#include "cli.h"
+#include "verbs/cmd_list.h"
 
 int main(int argc, char **argv)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz watch_spec_parse (tools/nanoprobe/watch_spec.c): any bytes, as a
+ * Fuzz watch_spec_parse (tools/nanoprobe/verbs/watch_spec.c): any bytes, as a
  * NUL-terminated string, either parse into a spec of a known type with
  * terminated names and a length that fits its field, or fail with
  * -EINVAL and a reason.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "../../tools/nanoprobe/watch_spec.h"
+#include "verbs/watch_spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
