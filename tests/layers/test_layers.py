@@ -23,6 +23,13 @@ PLANTED = [
     ("src/core/region.c", "host/x86_64/internal.h"),   # core past the contract
     ("src/agent/vm.c", "core/plan.h"),                 # agent into core's insides
     ("tools/nanoprobe/main.c", "core/internal.h"),     # the command into core
+    # the command's folders (tools/nanoprobe/)
+    ("tools/nanoprobe/symbols/resolve.c", "session/session.h"),  # symbols up into the session
+    ("tools/nanoprobe/session/session.c", "verbs/chrome.h"),     # the session into a verb
+    ("tools/nanoprobe/session/tree.c", "commands.h"),   # ... or the table of verbs, by name
+    ("tools/nanoprobe/bench/bench_loop.c", "session/session.h"),  # bench's parts run no session
+    ("tools/nanoprobe/inject/inject.c", "cli.h"),       # the injector needs nothing of the command
+    ("tools/nanoprobe/script/run.c", "verbs/cmd_list.h"),  # one verb into another
 ]
 
 
