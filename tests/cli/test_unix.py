@@ -140,6 +140,18 @@ def started_program_under_head():
     R.eq(probed.stdout, plain.stdout, "the started program's ignored signals are a plain run's "
          "(SIGPIPE not among them)", describe(probed))
 
+    # under nohup (SIGHUP ignored) and a shell's background job (SIGINT
+    # ignored): the session catches both, which exec would reset
+    def deaf():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    grep = ["grep", "^SigIgn", "/proc/self/status"]
+    plain = subprocess.run(grep, capture_output=True, text=True, preexec_fn=deaf)
+    probed = subprocess.run([NANOPROBE, "count", "-o", "/dev/null", "c:open*", "--", *grep],
+                            capture_output=True, text=True, preexec_fn=deaf, env=ENV)
+    R.eq(probed.stdout, plain.stdout, "under nohup, the started program ignores SIGHUP and "
+         "SIGINT as a plain run does", probed.stderr)
+
 
 # --------------------------------------------------------------------------
 # 2. Write errors

@@ -166,22 +166,31 @@ void cli_help(FILE *f, const struct cli_verb *v)
 	fprintf(f, "\nSee nanoprobe(1) (man nanoprobe) for more.\n");
 }
 
-/* --- SIGPIPE --------------------------------------------------------------- */
+/* --- signals the command takes over ---------------------------------------- */
 
-static bool sigpipe_ignored;
+/* The signals a session catches or ignores for itself (session.c). A
+ * caught signal goes back to its default across exec, an ignored one stays
+ * ignored: either way, not what the program would have had without us
+ * (`nohup nanoprobe ... -- prog` must leave prog deaf to SIGHUP). */
+static const int taken[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP};
+static bool ignored_at_start[sizeof(taken) / sizeof(*taken)];
 
 void cli_init(void)
 {
-	struct sigaction sa;
-	sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+	for (size_t i = 0; i < sizeof(taken) / sizeof(*taken); i++) {
+		struct sigaction sa;
+		ignored_at_start[i] = sigaction(taken[i], NULL, &sa) == 0 &&
+				      sa.sa_handler == SIG_IGN;
+	}
 }
 
 bool cli_sigpipe_ignored(void)
 {
-	return sigpipe_ignored;
+	return ignored_at_start[0]; /* taken[0] */
 }
 
-void cli_restore_sigpipe(void)
+void cli_restore_signals(void)
 {
-	signal(SIGPIPE, sigpipe_ignored ? SIG_IGN : SIG_DFL);
+	for (size_t i = 0; i < sizeof(taken) / sizeof(*taken); i++)
+		signal(taken[i], ignored_at_start[i] ? SIG_IGN : SIG_DFL);
 }

@@ -54,10 +54,11 @@ void cli_help(FILE *f, const struct cli_verb *v);
 /* "nanoprobe VERSION (git DESCRIBE)" */
 const char *cli_version(void);
 
-/* The SIGPIPE disposition nanoprobe was started with (cli_init): what a
- * program started with -- gets back, and whether EPIPE ends nanoprobe by
- * the signal or by a message. */
+/* The dispositions nanoprobe was started with (cli_init) of the signals a
+ * session takes over (SIGPIPE, SIGINT, SIGTERM, SIGHUP): what a program
+ * started with -- gets back (cli_restore_signals), and whether EPIPE ends
+ * nanoprobe by the signal or by a message (cli_sigpipe_ignored). */
 void cli_init(void);
 bool cli_sigpipe_ignored(void);
-void cli_restore_sigpipe(void);
+void cli_restore_signals(void);
 #endif

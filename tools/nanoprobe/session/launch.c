@@ -170,13 +170,14 @@ static int preload_env(const char *agent, const char *sock, bool follow)
 }
 
 /* The child reports a failed exec through a close-on-exec pipe. It gets
- * SIGPIPE as nanoprobe got it: the session ignores it, and an ignored
- * signal would stay ignored across exec (a program whose pipe closes
- * would no longer die of it). */
+ * the signals the session takes over as nanoprobe got them: the session
+ * ignores SIGPIPE, and an ignored signal would stay ignored across exec (a
+ * program whose pipe closes would no longer die of it); it catches SIGHUP,
+ * and a caught one would be reset (nohup's SIGHUP lost). */
 static void exec_child(char **cmd, const char *agent, const char *sock, bool stdout_to_stderr,
 		       bool follow, int report)
 {
-	cli_restore_sigpipe();
+	cli_restore_signals();
 	int err = preload_env(agent, sock, follow) ? errno : 0;
 	if (!err && stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		err = errno;
