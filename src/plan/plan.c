@@ -63,9 +63,9 @@ static int dead_filler(const struct np_fn_view *v, struct np_plan *p, uint64_t n
 		return REFUSE(p, "a jump or return at 0x%llx is followed by code the patch would "
 				 "overwrite", (unsigned long long)nofall);
 	if (v->unresolved)
-		return REFUSE(p, "a jump or return at 0x%llx is followed by filler the patch would "
-				 "overwrite, and the function has %d indirect jump(s) whose targets "
-				 "cannot be resolved", (unsigned long long)nofall, v->unresolved);
+		return REFUSE(p, "the filler after the jump or return at 0x%llx may be a "
+				 "branch target: %d indirect jump(s) of the function are unresolved",
+			      (unsigned long long)nofall, v->unresolved);
 	for (size_t i = 0; i < v->ntargets; i++)
 		if (v->targets[i] >= from && v->targets[i] < need)
 			return REFUSE(p, "a branch lands at 0x%llx, in the filler after the jump or "

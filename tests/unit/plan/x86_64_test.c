@@ -136,9 +136,8 @@ TEST(x86_filler_is_not_patched_over_when_a_jump_of_the_function_is_unresolved)
 	fake_host_init(&h, BASE, ret_then_ud2_then_switch, sizeof(ret_then_ud2_then_switch));
 	CHECK_EQ(plan_code(&h, BASE + sizeof(ret_then_ud2_then_switch), &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
-	CHECK_STR(s.why, "a jump or return at 0x400002 is followed by filler the patch would "
-			 "overwrite, and the function has 1 indirect jump(s) whose targets cannot "
-			 "be resolved");
+	CHECK_STR(s.why, "the filler after the jump or return at 0x400002 may be a branch target: "
+			 "1 indirect jump(s) of the function are unresolved");
 }
 
 /* glibc's _IO_setvbuf+0x75: an alignment nop between a jmp and a loop
