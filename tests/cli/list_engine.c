@@ -22,6 +22,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <limits.h>
 #include <link.h>
 #include <nanoprobe/nanoprobe.h>
@@ -81,7 +82,10 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "--libc")) {
 		Dl_info di;
-		if (!dladdr((void *)(uintptr_t)malloc, &di) || !realpath(di.dli_fname, path))
+		/* a function of libc's own: a sanitizer's runtime intercepts
+		 * malloc, and would be taken for libc */
+		if (!dladdr((void *)(uintptr_t)gnu_get_libc_version, &di) ||
+		    !realpath(di.dli_fname, path))
 			return 1;
 		printf("%s\n", path);
 		return 0;
