@@ -412,21 +412,30 @@ static void add_known(struct tree *tr, pid_t pid)
 		(tr->known = v)[tr->nknown++] = pid;
 }
 
-/* The parent of pid (/proc/PID/stat), 0 when it cannot be read. */
-static pid_t parent_of(pid_t pid)
+/* What /proc/PID/stat says after the name (which may hold anything, so
+ * from its last ')'): "S PPID ...", in buf; NULL when it cannot be read. */
+static const char *stat_after_name(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[512];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
-	const char *close_paren = strrchr(buf, ')'); /* the name may hold anything */
+	const char *close_paren = strrchr(buf, ')');
+	return close_paren && close_paren[1] == ' ' ? close_paren + 2 : NULL;
+}
+
+/* The parent of pid, 0 when it cannot be read. */
+static pid_t parent_of(pid_t pid)
+{
+	char buf[512];
+	const char *rest = stat_after_name(pid, buf, sizeof(buf));
 	int ppid = 0;
-	return close_paren && sscanf(close_paren + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+	return rest && sscanf(rest, "%*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
 }
 
 /* Does pid's environment hold our socket's variable? A process the tree
@@ -614,17 +623,9 @@ static int accept_one(struct tree *tr, char *err, size_t errlen)
 /* Alive, and not a zombie. */
 static bool alive(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	char buf[512];
+	const char *rest = stat_after_name(pid, buf, sizeof(buf));
+	return rest && rest[0] != 'Z' && rest[0] != 'X';
 }
 
 static struct gone *find_gone(struct tree *tr, pid_t pid)
