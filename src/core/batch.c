@@ -34,6 +34,7 @@
  * the batch where the Arm ARM asks for it), longer ones one by one
  * through np_patch_region.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 

@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Executable memory near the code it serves, and writes to code.
+ * Executable memory near the code it serves.
  *
  * Trampolines must sit within the reach of the patch branch (+/-2 GiB for
  * x86 rel32, +/-128 MiB for arm64 b), so chunks are mapped into the gaps of
  * /proc/self/maps closest to the probed module. Chunks are private and
  * never writable through their own mapping (W^X): every write to code, ours
- * or the program's, goes through /proc/self/mem, which the kernel lets a
- * process use on its own read-only pages (the write breaks copy-on-write
- * like a debugger's poke). Private mappings also mean a forked child keeps
- * its own copy of every trampoline. Where /proc/self/mem is not writable
- * (proc_mem.force_override=never) we fall back to a brief mprotect.
+ * or the program's, goes through code_write.c. Private mappings also mean
+ * a forked child keeps its own copy of every trampoline. The trampolines
+ * written while a batch is built are staged here and written together,
+ * before any other write to code (np_code_write).
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,6 @@ struct chunk {
 };
 
 static struct chunk *chunks;
-static int mem_fd = -1;
 
 static uint64_t page_size(void)
 {
@@ -362,75 +360,6 @@ void np_code_begin(void)
 	np_reclaim_call_begin();
 }
 
-/* The descriptor names the process that opened it: a forked child that
- * used its parent's would patch (or restore) its parent's code. The child
- * gets its own under the same number, which an operation of the forking
- * thread going on in the child may hold (fork.c); else a new one when it
- * next writes. */
-void np_code_after_fork(void)
-{
-	if (mem_fd < 0)
-		return;
-	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (fd >= 0 && dup3(fd, mem_fd, O_CLOEXEC) == mem_fd) {
-		close(fd);
-		return;
-	}
-	if (fd >= 0)
-		close(fd);
-	close(mem_fd);
-	mem_fd = -1;
-}
-
-static int open_mem(void)
-{
-	if (mem_fd < 0)
-		mem_fd = np_fd_move_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
-	return mem_fd;
-}
-
-/* Whole aligned words go in one store each: a `b` or `brk` replacing a
- * word while other threads run must be single-copy atomic (docs/arm64.md);
- * so must riscv64's 16-bit c.ebreak and its parcels (docs/riscv64.md). */
-static void store_code(uint64_t addr, const void *src, size_t len)
-{
-	const uint8_t *s = src;
-	for (size_t i = 0; i < len;) {
-		uint64_t at = addr + i;
-		if (at % 4 == 0 && len - i >= 4) {
-			uint32_t w;
-			memcpy(&w, s + i, sizeof(w));
-			__atomic_store_n((uint32_t *)at, w, __ATOMIC_RELAXED);
-			i += 4;
-		} else if (at % 2 == 0 && len - i >= 2) {
-			uint16_t h;
-			memcpy(&h, s + i, sizeof(h));
-			__atomic_store_n((uint16_t *)at, h, __ATOMIC_RELAXED);
-			i += 2;
-		} else {
-			*(volatile uint8_t *)at = s[i];
-			i++;
-		}
-	}
-}
-
-static int write_mprotect(uint64_t addr, const void *src, size_t len)
-{
-	struct np_map m;
-	uint64_t pg = page_size(), lo = addr & ~(pg - 1), hi = (addr + len + pg - 1) & ~(pg - 1);
-	int err = np_maps_lookup(addr, &m);
-	if (err)
-		return err;
-	int prot = (m.r ? PROT_READ : 0) | (m.w ? PROT_WRITE : 0) | (m.x ? PROT_EXEC : 0);
-	prot |= m.x ? np_host_code_prot(addr) : 0; /* a guarded page stays guarded */
-	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
-		return -errno;
-	store_code(addr, src, len);
-	if (mprotect((void *)lo, hi - lo, prot))
-		return -errno;
-	return 0;
-}
-
 /* Trampolines written while a batch is being built are gathered into one
  * write per run of nearby allocations (the gaps between them rewritten
  * with the bytes they hold), written before any other write to code,
@@ -444,7 +373,6 @@ static struct {
 	uint8_t buf[STAGE_MAX];
 } stage;
 
-static int write_now(uint64_t addr, const void *src, size_t len);
 static int stage_flush(void);
 
 int np_codemem_flush(void)
@@ -456,7 +384,7 @@ static int stage_flush(void)
 {
 	size_t len = stage.len;
 	stage.len = 0;
-	return len ? write_now(stage.at, stage.buf, len) : 0;
+	return len ? np_code_write_now(stage.at, stage.buf, len) : 0;
 }
 
 static const struct chunk *chunk_of(uint64_t addr)
@@ -511,32 +439,7 @@ bool np_codemem_equals(uint64_t addr, const void *bytes, size_t len)
 int np_code_write(uint64_t addr, const void *src, size_t len)
 {
 	int err = stage_flush();
-	return err ? err : write_now(addr, src, len);
-}
-
-static int write_now(uint64_t addr, const void *src, size_t len)
-{
-	int fd = np_host_patch_in_place() ? -1 : open_mem();
-	int err = 0;
-	if (fd < 0 || pwrite(fd, src, len, (off_t)addr) != (ssize_t)len)
-		err = write_mprotect(addr, src, len);
-	if (!err)
-		np_host_code_written(addr, len);
-	return err;
-}
-
-/* Readable code is copied directly, fault-safe (uread.c): no system call.
- * Execute-only pages are read through /proc/self/mem. */
-int np_code_read(uint64_t addr, void *dst, size_t len)
-{
-	int saved = errno;
-	if (np_read_user(dst, addr, len) == 0)
-		return 0;
-	errno = saved;
-	int fd = open_mem();
-	if (fd >= 0 && pread(fd, dst, len, (off_t)addr) == (ssize_t)len)
-		return 0;
-	return -EFAULT;
+	return err ? err : np_code_write_now(addr, src, len);
 }
 
 bool np_code_mapped_exec(uint64_t addr, size_t len)

@@ -19,6 +19,7 @@
  * frame for an unwinder must sign it too: entry->ret_pac, the key the
  * function signs with, found by looking for the instruction.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 
 #include <string.h>

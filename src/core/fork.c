@@ -44,6 +44,7 @@
  * there would be written into the parent thread's TLS under the child's
  * thread id.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/nolibc.h"
 

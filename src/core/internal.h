@@ -503,11 +503,8 @@ int np_codemem_fill(uint64_t addr, const void *src, size_t len);
 int np_codemem_flush(void);
 void np_code_begin(void); /* an API call that may write code starts */
 bool np_code_mapped_exec(uint64_t addr, size_t len);
-int np_code_read(uint64_t addr, void *dst, size_t len);
 
 /* Live patching. */
-void np_sync_cores(void);     /* serialise instruction fetch on every core */
-void np_barrier_threads(void); /* full memory barrier on every running thread */
 /* Move threads whose pc lies in (start, end) to the address map() gives.
  * Threads blocked in a system call are not disturbed: one that would come
  * back to such a pc is passed to stuck() (the caller gives up the bytes
@@ -573,12 +570,11 @@ int np_fork_init(void);
  * syscalls only: the hit path asks it. */
 bool np_fork_shares_memory(void);
 /* In a forked child, before the engine runs there: drop what names the
- * parent's other threads (thread.c, trap.c, codemem.c, watch.c,
- * sigchain.c). */
+ * parent's other threads (thread.c, trap.c, watch.c, sigchain.c;
+ * code_write.c's np_code_after_fork). */
 void np_thread_after_fork(void);
 void np_trap_after_fork(void);
 void np_sigchain_after_fork(void);
-void np_code_after_fork(void);
 void np_watch_after_fork(void);
 int np_engine_init(void);
 bool np_in_handler(void);

@@ -11,11 +11,7 @@
  * A thread reaching the first byte between 1 and 4 traps, and the trap
  * handler sends it where the finished patch would have (trap.c).
  *
- * "Serialise" is membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE):
- * every core running one of our threads executes a core-serialising
- * instruction before the call returns. Without it (old kernels) an
- * mprotect() of a page we own forces the TLB-shootdown IPI that has the
- * same effect on the cores that run our threads.
+ * "Serialise" is np_sync_cores (code_write.c).
  *
  * Step 2 finds where each thread is without stopping the ones blocked in
  * a syscall: /proc/self/task/TID/syscall gives their user pc. Running
@@ -23,6 +19,7 @@
  * it when needed; a thread that blocks the signal makes the patch fail
  * with EAGAIN rather than risk it.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
@@ -30,7 +27,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,35 +38,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static bool have_sync_core, have_expedited;
-static void *ipi_page;
 static int fixup_sig;
-
-static int membarrier(int cmd)
-{
-	return (int)syscall(SYS_membarrier, cmd, 0, 0);
-}
-
-/* Touch-then-mprotect: the TLB shootdown interrupts every core that runs
- * this mm, and interrupt return serialises. */
-static void ipi_fallback(void)
-{
-	*(volatile char *)ipi_page = 1;
-	mprotect(ipi_page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ);
-	mprotect(ipi_page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE);
-}
-
-void np_sync_cores(void)
-{
-	if (!have_sync_core || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
-		ipi_fallback();
-}
-
-void np_barrier_threads(void)
-{
-	if (!have_expedited || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		ipi_fallback();
-}
 
 /* --- moving threads out of bytes being replaced ---------------------------- */
 
@@ -1222,19 +1190,6 @@ void np_patch_block_stop(void)
 
 int np_patch_init(void)
 {
-	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ipi_page == MAP_FAILED)
-		return -errno;
-	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
-	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
-		have_sync_core =
-			membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0;
-	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		have_expedited = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-	if (!have_sync_core)
-		np_logf(NP_LOG_INFO, "membarrier SYNC_CORE unavailable: using mprotect IPIs");
-
 	fixup_sig = pick_signal();
 	probe_sa_mask();
 	struct sigaction sa = {.sa_sigaction = fixup_handler,

@@ -12,6 +12,7 @@
  * is then put in place is region.c's.
  */
 #include "arch/regsum.h"
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/plan_host.h"
 

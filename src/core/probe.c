@@ -9,6 +9,7 @@
  * site's handlers, and only then is the code restored. After detach the
  * handle still answers np_probe_hits(); np_probe_free() releases it.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/nolibc.h"
 #include "core/watch.h"
@@ -28,6 +29,7 @@ static int init_err;
 static void engine_init(void)
 {
 	if ((init_err = np_nolibc_init()) || (init_err = np_fork_init()) ||
+	    (init_err = np_code_write_init()) ||
 	    (init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
 	    (init_err = np_trap_init()) || (init_err = np_host_init()))
 		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));

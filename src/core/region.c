@@ -11,6 +11,7 @@
  * back to the same end address. A TRAP region is one instruction under a
  * breakpoint; its out-of-line copy never changes.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/plan_host.h"
 

@@ -19,6 +19,7 @@
  * proves no such thing: it may start a .cold part, entered by a jump with
  * live registers.
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 

@@ -6,6 +6,7 @@
  * that holds it, with its FDE's range; another unnamed function with an
  * FDE is known as nothing (it could be a .cold part entered by a jump).
  */
+#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 #include "ifunc_lib.h"
