@@ -47,6 +47,7 @@
 #include "core/code_write.h"
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/tasks.h"
 
 #include <errno.h>
 #include <pthread.h>

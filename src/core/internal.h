@@ -542,9 +542,6 @@ bool np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t e
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
 		    void *cookie, bool new_code);
 void np_threads_resume(void);
-/* Does the program run under an emulator (qemu-user), whose threads
- * /proc shows at the emulator's own pcs? Learnt once (patch.c). */
-bool np_emulated(void);
 int np_patch_init(void);
 /* The signal that moves threads out of bytes being patched: a thread that
  * blocks it makes such a patch fail. */

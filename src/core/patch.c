@@ -23,8 +23,8 @@
 #include "core/internal.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
+#include "core/tasks.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -312,164 +312,6 @@ __attribute__((no_sanitize("address"))) static void fixup_handler(int sig, sigin
 	answer(uc, round, stopping);
 }
 
-/* What /proc/self/task/TID/syscall tells of a thread: "running" (on a
- * cpu, or ready for one: its pc is unknown), or blocked, with the system
- * call it is in ("nr args... sp pc", or "-1 sp pc" outside one) and its
- * user stack pointer and pc. */
-struct sight {
-	enum { SEEN_GONE, SEEN_RUNNING, SEEN_BLOCKED, SEEN_FOREIGN, SEEN_GUEST } state;
-	long nr;
-	uint64_t arg[6], sp, pc;
-};
-
-static uint64_t guest_syscall_pc(void);
-
-/* On Linux a blocked thread's user pc is the program's (libc, the vDSO).
- * Under qemu-user it is the emulator's own (SEEN_FOREIGN, only looked for
- * when 'foreign' is asked): the thread is either a guest thread waiting
- * in the emulator, whose guest pc is unknown (it may sit between two
- * translated blocks, anywhere, even inside the range), or one of the
- * emulator's own threads; or a guest thread waiting in a system call of
- * the program's (SEEN_GUEST: its pc is qemu's one way into the host's
- * system calls, guest_syscall_pc). */
-static struct sight look_at(int tid, bool foreign)
-{
-	char path[64], buf[256];
-	struct sight s = {.state = SEEN_GONE, .nr = -1};
-	/* open and read, not stdio: this runs while threads that may hold
-	 * malloc's lock are held in the stop's handler (wait_stopped) */
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return s;
-	ssize_t len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[len > 0 ? len : 0] = 0;
-	char *line = len > 0 ? buf : NULL;
-	uint64_t v[9];
-	int n = 0;
-	for (char *at = line, *next; at && n < 9; at = next) {
-		v[n] = strtoull(at, &next, n ? 16 : 10);
-		if (next == at)
-			break;
-		n++;
-	}
-	s.state = SEEN_RUNNING; /* and when the line says nothing we know */
-	if (!line || strncmp(line, "running", 7) == 0 || n < 3 || !v[n - 1])
-		return s;
-	s.state = SEEN_BLOCKED;
-	s.nr = (long)v[0];
-	for (int i = 1; i < n - 2 && i <= 6; i++)
-		s.arg[i - 1] = v[i];
-	s.sp = v[n - 2];
-	s.pc = v[n - 1];
-	/* The cached map, not read again for a pc it does not know (each
-	 * emulator pc did, about a millisecond under qemu-user, at every
-	 * stop): a module mapped since is taken for the emulator's, and
-	 * its thread is asked, which is always safe. */
-	struct np_map m;
-	if (foreign && (np_maps_lookup_cached(s.pc, &m) || !m.x))
-		s.state = s.pc == guest_syscall_pc() ? SEEN_GUEST : SEEN_FOREIGN;
-	return s;
-}
-
-/* qemu-user runs every system call of the program through one host
- * instruction (its safe_syscall), the pc /proc shows for a guest thread
- * blocked in one and for this thread while it reads its own syscall file.
- * Learnt once; 0 natively, where that pc is the program's own (libc). */
-bool np_emulated(void)
-{
-	return guest_syscall_pc() != 0;
-}
-
-static uint64_t guest_syscall_pc(void)
-{
-	static uint64_t pc;
-	static bool known;
-	if (!known) {
-		known = true; /* before the look, which asks again */
-		struct sight self = look_at((int)syscall(SYS_gettid), true);
-		pc = self.state == SEEN_FOREIGN ? self.pc : 0;
-	}
-	return pc;
-}
-
-/* Is the thread waiting for a vfork child (a vfork, or a clone or clone3
- * with CLONE_VFORK: posix_spawn)? That child runs in our memory, on our
- * code, as one more thread that /proc/self/task does not list and no
- * signal of ours may reach (posix_spawn's child has reset every handler:
- * the signal would kill it, or the program it execs). A patch that may
- * have to move or stop threads waits until it has exec'ed or exited. */
-static bool waits_for_vfork(const struct sight *s)
-{
-	if (s->state != SEEN_BLOCKED)
-		return false;
-#ifdef SYS_vfork
-	if (s->nr == SYS_vfork)
-		return true;
-#endif
-	if (s->nr == SYS_clone) /* flags first, on every ISA we run on */
-		return s->arg[0] & CLONE_VFORK;
-#ifdef SYS_clone3
-	uint64_t flags; /* struct clone_args, in this process's memory */
-	if (s->nr == SYS_clone3)
-		return np_read_user(&flags, s->arg[0], sizeof(flags)) == 0 && (flags & CLONE_VFORK);
-#endif
-	return false;
-}
-
-#define SIGBIT(s) (1ull << ((s) - 1))
-
-/* A thread's blocked-signal mask (SigBlk), 0 when it cannot be read.
- * Raw reads: no allocation. */
-static uint64_t blocked_mask(int tid)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *at = strstr(buf, "\nSigBlk:");
-	return at ? strtoull(at + 8, NULL, 16) : 0;
-}
-
-/* qemu-user re-creates its RCU thread in a forked child: for a moment it
- * runs, every signal blocked, before it blocks in the emulator for good
- * with the emulator's mask. Asked then, it would never answer: a running
- * thread that blocks the signal is looked at again for up to 20 ms. */
-#define SETTLE_TRIES 20
-static struct sight settled_look(int tid)
-{
-	struct sight s = look_at(tid, true);
-	for (int i = 0;
-	     s.state == SEEN_RUNNING && i < SETTLE_TRIES && (blocked_mask(tid) & SIGBIT(fixup_sig));
-	     i++) {
-		nanosleep(&(struct timespec){0, 1000000L}, NULL);
-		s = look_at(tid, true);
-	}
-	return s;
-}
-
-/* Is tid one of qemu-user's own threads (its RCU thread)? qemu makes them
- * with every host signal blocked but the synchronous SIGSEGV, SIGFPE and
- * SIGILL, for good: they run no guest code and never answer. A guest
- * thread never has that mask: qemu gives it the guest's own mask less
- * SIGSEGV and SIGBUS, or, while it delivers a signal, every signal. */
-static bool emulator_thread(int tid)
-{
-	uint64_t blk = blocked_mask(tid);
-	uint64_t on = SIGBIT(SIGBUS) | SIGBIT(SIGINT) | SIGBIT(SIGTERM);
-	uint64_t off = SIGBIT(SIGILL) | SIGBIT(SIGFPE);
-	return (blk & on) == on && !(blk & off);
-}
-
-#define MAX_ASK 4096
-
 /* What a patch does about a thread blocked in a system call. It is never
  * sent the signal: a handler that runs while a thread waits in nanosleep,
  * epoll_wait, sigtimedwait and others makes the call fail with EINTR,
@@ -488,10 +330,10 @@ enum verdict {
 	VFORK,  /* its vfork child runs in our memory: wait until it is gone */
 };
 
-static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
+static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct inside *in,
 				  bool risky)
 {
-	if (waits_for_vfork(s))
+	if (np_task_waits_for_vfork(s))
 		return VFORK;
 	if (moves(in, s->pc))
 		return STUCK;
@@ -506,14 +348,14 @@ static enum verdict judge_blocked(int tid, const struct sight *s, const struct i
 /* A thread's look, once its vfork child is gone (up to 100 ms: such a
  * child execs or exits at once, as a rule). */
 #define VFORK_TRIES 100
-static struct sight look_past_vfork(int tid, bool settle)
+static struct np_sight look_past_vfork(int tid, bool settle)
 {
-	struct sight s = settle ? settled_look(tid) : look_at(tid, true);
-	for (int i = 0; waits_for_vfork(&s) && i < VFORK_TRIES; i++) {
+	struct np_sight s = settle ? np_task_settled_look(tid, fixup_sig) : np_task_look(tid, true);
+	for (int i = 0; np_task_waits_for_vfork(&s) && i < VFORK_TRIES; i++) {
 		nanosleep(&(struct timespec){0, 1000000L}, NULL);
-		s = settle ? settled_look(tid) : look_at(tid, true);
+		s = settle ? np_task_settled_look(tid, fixup_sig) : np_task_look(tid, true);
 	}
-	if (waits_for_vfork(&s))
+	if (np_task_waits_for_vfork(&s))
 		np_logf(NP_LOG_WARN, "thread %d waits for a vfork child, which runs in this "
 				     "process's memory without being one of its threads: no patch "
 				     "that moves or stops threads can go in meanwhile", tid);
@@ -542,7 +384,7 @@ static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
 }
 
-static enum verdict judge_blocked(int tid, const struct sight *s, const struct inside *in,
+static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct inside *in,
 				  bool risky);
 static bool census_blocked(int tid);
 
@@ -555,17 +397,17 @@ static int left_since(int tid)
 {
 	if (atomic_load(&req.census))
 		return census_blocked(tid) ? 1 : 0;
-	struct sight s = look_at(tid, true);
-	if (s.state == SEEN_GONE)
+	struct np_sight s = np_task_look(tid, true);
+	if (s.state == NP_SEEN_GONE)
 		return 1;
-	if (s.state != SEEN_BLOCKED && s.state != SEEN_GUEST)
+	if (s.state != NP_SEEN_BLOCKED && s.state != NP_SEEN_GUEST)
 		return 0;
 	struct inside in = {req.start, req.end, req.map, req.cookie};
 	bool risky = atomic_load(&req.hold) && atomic_load(&req.risky);
-	enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(tid, &s, &in, risky) : LEAVE;
+	enum verdict v = s.state == NP_SEEN_BLOCKED ? judge_blocked(tid, &s, &in, risky) : LEAVE;
 	if (v == STUCK || v == VFORK)
 		return -EAGAIN;
-	if (v == BUSY || (s.state == SEEN_GUEST && risky))
+	if (v == BUSY || (s.state == NP_SEEN_GUEST && risky))
 		atomic_fetch_add(&req.busy, 1);
 	if (v == NESTED)
 		atomic_fetch_add(&req.nested, 1);
@@ -586,7 +428,7 @@ static int wait_stopped(const int *tids, int n)
 	int seen = 0;
 	clock_gettime(CLOCK_MONOTONIC, &last);
 	looked = last;
-	static bool out[MAX_ASK]; /* engine lock held: answered or exited */
+	static bool out[NP_TASKS_MAX]; /* engine lock held: answered or exited */
 	memset(out, 0, sizeof(out[0]) * (size_t)n);
 	for (;;) {
 		int acks = atomic_load(&req.acks), missing = 0;
@@ -627,30 +469,12 @@ static int ask_and_wait(pid_t pid, int *tids, int k)
 	return wait_stopped(tids, n);
 }
 
-/* Every other thread of the process (up to MAX_ASK): the directory is read
- * to the end before any thread is asked, since a thread stopped inside
- * malloc would make closedir's free() wait for it forever. */
-static int list_threads(int *tids, int self)
-{
-	DIR *d = opendir("/proc/self/task");
-	int n = 0;
-	if (!d)
-		return -errno;
-	for (struct dirent *e; (e = readdir(d)) && n < MAX_ASK;) {
-		int tid = atoi(e->d_name);
-		if (tid > 0 && tid != self)
-			tids[n++] = tid;
-	}
-	closedir(d);
-	return n;
-}
-
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t), void *cookie,
 		    bool new_code)
 {
-	static int all[MAX_ASK], asked[MAX_ASK]; /* engine lock held */
+	static int all[NP_TASKS_MAX], asked[NP_TASKS_MAX]; /* engine lock held */
 	pid_t pid = getpid();
-	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0, busy = 0, nested = 0;
+	int n = np_tasks_list(all, (int)syscall(SYS_gettid)), k = 0, err = 0, busy = 0, nested = 0;
 	if (n < 0)
 		return n;
 	/* Threads blocked in a system call are judged from here, never asked
@@ -659,10 +483,11 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	bool risky = new_code && np_codemem_lands_inside(start, end);
 	struct inside in = {start, end, map, cookie};
 	for (int i = 0; i < n && !err; i++) {
-		struct sight s = look_past_vfork(all[i], true);
-		enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(all[i], &s, &in, risky)
+		struct np_sight s = look_past_vfork(all[i], true);
+		enum verdict v = s.state == NP_SEEN_BLOCKED ? judge_blocked(all[i], &s, &in, risky)
 							 : LEAVE;
-		if (s.state == SEEN_RUNNING || (s.state == SEEN_FOREIGN && !emulator_thread(all[i])))
+		if (s.state == NP_SEEN_RUNNING ||
+		    (s.state == NP_SEEN_FOREIGN && !np_task_emulator_thread(all[i])))
 			asked[k++] = all[i];
 		else if (v == STUCK)
 			log_stuck(all[i], s.pc), err = -EAGAIN;
@@ -671,7 +496,7 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 		/* waiting in the program's system call under qemu-user: left
 		 * there too, but its way back cannot be seen (its guest pc and
 		 * stack are the emulator's secret): taken for busy */
-		busy += v == BUSY || (s.state == SEEN_GUEST && risky);
+		busy += v == BUSY || (s.state == NP_SEEN_GUEST && risky);
 		nested += v == NESTED;
 	}
 	if (err)
@@ -707,27 +532,6 @@ void np_threads_resume(void)
 
 static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc));
 
-/* How often the thread was switched out, voluntarily or not (UINT64_MAX
- * when it cannot be read). Raw reads: no allocation. */
-static uint64_t switches(int tid)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return UINT64_MAX;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return UINT64_MAX;
-	buf[n] = 0;
-	const char *v = strstr(buf, "\nvoluntary_ctxt_switches:");
-	const char *nv = strstr(buf, "\nnonvoluntary_ctxt_switches:");
-	if (!v || !nv)
-		return UINT64_MAX;
-	return strtoull(v + 25, NULL, 10) + strtoull(nv + 28, NULL, 10);
-}
-
 /* A thread waiting in a system call, looked at from here for a census
  * (the signal could end its call early). What it would look at is in
  * memory we share and does not change while it waits; that it waited
@@ -739,18 +543,18 @@ static uint64_t switches(int tid)
  * through a trampoline. False: it runs, ask it. */
 static bool census_blocked(int tid)
 {
-	uint64_t before = switches(tid);
-	struct sight s = look_at(tid, true), again;
+	uint64_t before = np_task_switches(tid);
+	struct np_sight s = np_task_look(tid, true), again;
 	const struct np_thread *t = np_thread_find(tid);
-	if (s.state == SEEN_GONE)
+	if (s.state == NP_SEEN_GONE)
 		return true;
-	if (s.state != SEEN_BLOCKED && s.state != SEEN_GUEST)
+	if (s.state != NP_SEEN_BLOCKED && s.state != NP_SEEN_GUEST)
 		return false;
-	if (waits_for_vfork(&s)) {
+	if (np_task_waits_for_vfork(&s)) {
 		np_reclaim_unsure();
 		return true;
 	}
-	if (s.state == SEEN_BLOCKED) {
+	if (s.state == NP_SEEN_BLOCKED) {
 		struct np_regs regs = {.pc = s.pc};
 		regs.gpr[np_host_isa->sp_reg] = s.sp;
 		np_reclaim_look(&regs, false, t);
@@ -759,9 +563,9 @@ static bool census_blocked(int tid)
 	} else {
 		np_reclaim_unsure();
 	}
-	again = look_at(tid, true);
+	again = np_task_look(tid, true);
 	if (again.state != s.state || again.pc != s.pc || again.sp != s.sp ||
-	    before == UINT64_MAX || switches(tid) != before)
+	    before == UINT64_MAX || np_task_switches(tid) != before)
 		np_reclaim_unsure();
 	return true;
 }
@@ -773,26 +577,26 @@ static bool census_blocked(int tid)
  * rather than wait for it. */
 int np_threads_census(void)
 {
-	static int all[MAX_ASK], asked[MAX_ASK + 1]; /* engine lock held */
+	static int all[NP_TASKS_MAX], asked[NP_TASKS_MAX + 1]; /* engine lock held */
 	pid_t pid = getpid();
 	int self = (int)syscall(SYS_gettid), k = 0, err = 0;
-	int n = list_threads(all, self);
+	int n = np_tasks_list(all, self);
 	sigset_t mine;
 	if (n < 0)
 		return n;
-	if (n == MAX_ASK || pthread_sigmask(SIG_BLOCK, NULL, &mine) ||
+	if (n == NP_TASKS_MAX || pthread_sigmask(SIG_BLOCK, NULL, &mine) ||
 	    sigismember(&mine, fixup_sig) == 1)
 		return -EAGAIN;
 	for (int i = 0; i < n; i++) {
-		struct sight s = settled_look(all[i]);
-		if (s.state == SEEN_FOREIGN && emulator_thread(all[i]))
+		struct np_sight s = np_task_settled_look(all[i], fixup_sig);
+		if (s.state == NP_SEEN_FOREIGN && np_task_emulator_thread(all[i]))
 			continue;
-		if (s.state != SEEN_RUNNING && census_blocked(all[i]))
+		if (s.state != NP_SEEN_RUNNING && census_blocked(all[i]))
 			continue;
 		/* in a handler of the engine's (SIGTRAP's blocks it) for a
 		 * moment, or for good: asked only once it takes the signal */
-		for (int t = 0; blocked_mask(all[i]) & SIGBIT(fixup_sig); t++) {
-			if (t == SETTLE_TRIES)
+		for (int t = 0; np_task_blocks(all[i], fixup_sig); t++) {
+			if (t == NP_TASK_SETTLE_TRIES)
 				return -EAGAIN;
 			nanosleep(&(struct timespec){0, 1000000L}, NULL);
 		}
@@ -841,16 +645,16 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
  * either: it waits in the emulator, between two translated blocks. */
 static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc))
 {
-	static int all[MAX_ASK], tids[MAX_ASK]; /* engine lock held */
+	static int all[NP_TASKS_MAX], tids[NP_TASKS_MAX]; /* engine lock held */
 	pid_t pid = getpid();
-	int n = list_threads(all, (int)syscall(SYS_gettid)), k = 0, err = 0, nested = 0;
+	int n = np_tasks_list(all, (int)syscall(SYS_gettid)), k = 0, err = 0, nested = 0;
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n && !err; i++) {
-		struct sight s = look_past_vfork(all[i], false);
-		enum verdict v = s.state == SEEN_BLOCKED ? judge_blocked(all[i], &s, in, false)
+		struct np_sight s = look_past_vfork(all[i], false);
+		enum verdict v = s.state == NP_SEEN_BLOCKED ? judge_blocked(all[i], &s, in, false)
 							 : LEAVE;
-		if (s.state == SEEN_RUNNING)
+		if (s.state == NP_SEEN_RUNNING)
 			tids[k++] = all[i];
 		else if (v == STUCK && stuck)
 			log_stuck(all[i], s.pc), stuck(in->cookie, s.pc); /* that region only */
