@@ -523,10 +523,6 @@ void np_patch_words(struct np_region *const *r, const uint8_t *const *bytes, siz
  * trampoline lands on? Such a patch is written with the other threads
  * stopped, once none is on that way (np_threads_stop). */
 bool np_patch_lands_inside(const struct np_region *region, const uint8_t *bytes, size_t len);
-/* Could a thread stopped with 'regs' be on its way through a trampoline
- * that jumps back strictly inside (start, end)? (The stop signal's
- * handler asks; exposed for the unit tests.) */
-bool np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end);
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are

@@ -23,6 +23,7 @@
 #include "core/internal.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
+#include "core/stack_scan.h"
 #include "core/tasks.h"
 
 #include <errno.h>
@@ -59,166 +60,12 @@ static struct {
 	_Atomic bool risky;
 	_Atomic int busy;
 	/* answering threads in a signal handler that interrupted them strictly
-	 * inside the range (interrupted_inside) */
+	 * inside the range (np_stack_interrupted_inside) */
 	_Atomic int nested;
 	/* the round of a census of retired trampolines (np_threads_census), 0
 	 * when none runs: each answer looks at its thread's state */
 	_Atomic unsigned census;
 } req;
-
-/* The words just above a thread's stack pointer, STACK_LOOK bytes of
- * them or up to the end of the stack, each given to 'look' until it says
- * stop. This and its helpers run in the handler below: not instrumented by
- * ASan, like it. Read fault-safe (np_read_user: the SIGSEGV guard works in the
- * handler below, which leaves SIGSEGV and SIGBUS unblocked). 2 KiB missed
- * the signal frame of a program's handler under ASan (e2e-landing's
- * storm); how deep a handler's frames go is the program's: a window, not
- * a proof. */
-#define STACK_LOOK 16384
-__attribute__((no_sanitize("address"))) static bool
-any_stack_word(uint64_t sp, bool (*look)(uint64_t word, uint64_t at, void *cookie), void *cookie)
-{
-	uint64_t words[32];
-	sp &= ~(uint64_t)7;
-	for (uint64_t at = sp; at < sp + STACK_LOOK;) {
-		size_t n = sizeof(words) / sizeof(words[0]);
-		if (np_read_user(words, at, sizeof(words))) /* the stack may end here */
-			for (n = 0; n < sizeof(words) / sizeof(words[0]) &&
-				    !np_read_user(&words[n], at + 8 * n, 8);
-			     n++)
-				;
-		for (size_t i = 0; i < n; i++)
-			if (look(words[i], at + 8 * i, cookie))
-				return true;
-		if (n < sizeof(words) / sizeof(words[0]))
-			return false;
-		at += sizeof(words);
-	}
-	return false;
-}
-
-/* The range a trampoline must not lead back into, for leads_inside. */
-struct way_back {
-	uint64_t start, end;
-	bool seen; /* a word in trampoline memory at all */
-};
-
-__attribute__((no_sanitize("address"))) static bool leads_inside(uint64_t word, uint64_t at,
-								   void *cookie)
-{
-	struct way_back *w = cookie;
-	(void)at;
-	w->seen |= np_codemem_holds(word);
-	return np_codemem_leads_inside(word, w->start, w->end);
-}
-
-/* Could a thread be on its way through a trampoline that jumps back
- * strictly inside (start, end) (one built for an instruction there, since
- * retired)? In one, or with a return address into one in a register or
- * among the words just above its stack pointer: the save code (riscv:
- * np_rv_site_rest keeps the block's return address 552 bytes above its
- * sp, but until its first store only in ra; arm64's shared code has it in
- * x30 likewise), np__dispatch and the handlers. A thread in a handler
- * whose trampoline is not found that way counts too. Conservative: a
- * stale word counts as well. gpr is NULL for a thread seen from outside
- * (blocked in a system call: its registers cannot be read without
- * interrupting the call). */
-__attribute__((no_sanitize("address"))) static bool
-way_back_seen(uint64_t pc, const uint64_t *gpr, uint64_t sp, bool in_handler, uint64_t start,
-	      uint64_t end)
-{
-	struct way_back w = {start, end, false};
-	if (np_codemem_leads_inside(pc, start, end))
-		return true;
-	for (int i = 0; gpr && i < NP_NGPR; i++)
-		if (leads_inside(gpr[i], 0, &w))
-			return true;
-	return any_stack_word(sp, leads_inside, &w) || (in_handler && !w.seen);
-}
-
-__attribute__((no_sanitize("address"))) bool
-np_patch_on_way_back(const struct np_regs *regs, uint64_t start, uint64_t end)
-{
-	struct np_thread *t = np_thread_peek();
-	bool in_handler = t && atomic_load(&t->in_site);
-	return way_back_seen(regs->pc, regs->gpr, regs->gpr[np_host_isa->sp_reg], in_handler, start,
-			     end);
-}
-
-/* A word that is the address of an instruction strictly inside the bytes
- * (one the map would move a thread from)? */
-typedef uint64_t (*pc_map)(void *cookie, uint64_t pc);
-
-/* Is the word at 'at' the pc of a trampoline's context (struct np_ctx, on
- * the stack of a thread running a probe's handlers)? Its site pointer
- * names that address. */
-__attribute__((no_sanitize("address"))) static bool ctx_pc_slot(uint64_t word, uint64_t at)
-{
-	const uint64_t back = offsetof(struct np_ctx, regs.pc) - offsetof(struct np_ctx, site);
-	uint64_t site, addr;
-	return at >= back && np_read_user(&site, at - back, sizeof(site)) == 0 && site &&
-	       np_read_user(&addr, site + offsetof(struct np_site, addr), sizeof(addr)) == 0 &&
-	       addr == word;
-}
-
-/* Could the word at 'at' be the pc a signal frame returns to? Around it
- * the kernel (and qemu-user) writes uc_link, always 0, and the interrupted
- * stack pointer: just above the frame, or anywhere when the frame is on
- * the alternate stack its uc_stack records. A word that cannot be read
- * counts. */
-#define SIGFRAME_REACH (1u << 20) /* frame to interrupted sp: SVE/SME and
-				   * AVX-512 state fit many times over */
-__attribute__((no_sanitize("address"))) static bool sigframe_pc_slot(uint64_t at)
-{
-	const struct np_uc_shape *s = &np_host_uc_shape;
-	uint64_t link, sp;
-	stack_t ss;
-	if (np_read_user(&link, at + (uint64_t)s->link, sizeof(link)) ||
-	    np_read_user(&sp, at + (uint64_t)s->sp, sizeof(sp)) ||
-	    np_read_user(&ss, at + (uint64_t)s->stack, sizeof(ss)))
-		return true;
-	return link == 0 && ((sp > at && sp - at < SIGFRAME_REACH) ||
-			     at - (uint64_t)(uintptr_t)ss.ss_sp < ss.ss_size);
-}
-
-/* The bytes being replaced, and where a thread strictly inside goes. */
-struct inside {
-	uint64_t start, end;
-	pc_map map;
-	void *cookie;
-};
-
-/* A pc the patch would have to move a thread from? */
-static bool moves(const struct inside *in, uint64_t pc)
-{
-	return in->map && pc > in->start && pc < in->end && in->map(in->cookie, pc) != pc;
-}
-
-/* The pc of a program's signal frame, strictly inside the bytes? Other
- * copies of such an address are not waited for: the pc in the context of
- * a thread running the handlers of a probe there, and spills of it in the
- * engine's C frames (both go on through a trampoline). Taken for signal
- * frames, they made a patch over a busy site wait for its handler to end
- * and give up (EAGAIN; AUTO fell back to TRAP). */
-__attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, uint64_t at,
-								   void *in)
-{
-	return moves(in, word) && !ctx_pc_slot(word, at) && sigframe_pc_slot(at);
-}
-
-/* Is this thread in a signal handler (of the program's) that interrupted
- * it strictly inside the bytes? The handler below sees and moves only the
- * pc it interrupted itself; the one the outer handler returns to lies in
- * that handler's signal frame, just above. A thread found so cannot be
- * moved (a word that only looks like that pc must not be changed): the
- * patch waits until it has left its handler. Return addresses are never
- * strictly inside a region (a displaced call comes last), so stale words
- * rarely count. */
-__attribute__((no_sanitize("address"))) static bool interrupted_inside(uint64_t sp,
-									 const struct inside *in)
-{
-	return in->map && any_stack_word(sp, moved_by_map, (void *)in);
-}
 
 /* The answer to a stop request of 'round', from the context the thread
  * resumes at: its pc moved out of the bytes if it lies strictly inside,
@@ -232,12 +79,12 @@ __attribute__((no_sanitize("address"))) static void answer(ucontext_t *uc, unsig
 {
 	struct np_regs regs;
 	np_host_regs_from_uc(&regs, uc);
-	pc_map map = req.map; /* move_out clears it when done */
+	uint64_t (*map)(void *, uint64_t) = req.map; /* move_out clears it when done */
 	int saved_errno = *np_errno(); /* np_read_user may set it */
 	if (stopping && atomic_load(&req.risky) && np_patch_on_way_back(&regs, req.start, req.end))
 		atomic_fetch_add(&req.busy, 1);
-	struct inside in = {req.start, req.end, map, req.cookie};
-	if (interrupted_inside(regs.gpr[np_host_isa->sp_reg], &in))
+	struct np_inside in = {req.start, req.end, map, req.cookie};
+	if (np_stack_interrupted_inside(regs.gpr[np_host_isa->sp_reg], &in))
 		atomic_fetch_add(&req.nested, 1);
 	if (atomic_load(&req.census) == round)
 		np_reclaim_look(&regs, true, np_thread_peek());
@@ -324,23 +171,23 @@ enum verdict {
 	STUCK,  /* it would come back strictly inside the bytes: it cannot be
 		 * moved without interrupting its call; the patch is refused */
 	NESTED, /* in a signal handler of its own that interrupted it inside
-		 * the bytes (interrupted_inside): wait until it left it */
+		 * the bytes (np_stack_interrupted_inside): wait until it left it */
 	BUSY,   /* on its way through a trampoline that lands inside
-		 * (way_back_seen): wait until it is not */
+		 * (np_stack_way_back_seen): wait until it is not */
 	VFORK,  /* its vfork child runs in our memory: wait until it is gone */
 };
 
-static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct inside *in,
+static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct np_inside *in,
 				  bool risky)
 {
 	if (np_task_waits_for_vfork(s))
 		return VFORK;
-	if (moves(in, s->pc))
+	if (np_inside_moves(in, s->pc))
 		return STUCK;
-	if (interrupted_inside(s->sp, in))
+	if (np_stack_interrupted_inside(s->sp, in))
 		return NESTED;
-	if (risky && way_back_seen(s->pc, NULL, s->sp, np_thread_in_handler(tid), in->start,
-				   in->end))
+	if (risky && np_stack_way_back_seen(s->pc, NULL, s->sp, np_thread_in_handler(tid),
+					    in->start, in->end))
 		return BUSY;
 	return LEAVE;
 }
@@ -384,7 +231,7 @@ static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
 }
 
-static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct inside *in,
+static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct np_inside *in,
 				  bool risky);
 static bool census_blocked(int tid);
 
@@ -402,7 +249,7 @@ static int left_since(int tid)
 		return 1;
 	if (s.state != NP_SEEN_BLOCKED && s.state != NP_SEEN_GUEST)
 		return 0;
-	struct inside in = {req.start, req.end, req.map, req.cookie};
+	struct np_inside in = {req.start, req.end, req.map, req.cookie};
 	bool risky = atomic_load(&req.hold) && atomic_load(&req.risky);
 	enum verdict v = s.state == NP_SEEN_BLOCKED ? judge_blocked(tid, &s, &in, risky) : LEAVE;
 	if (v == STUCK || v == VFORK)
@@ -481,7 +328,7 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64
 	 * (judge_blocked); the emulator's own threads are left too. Sorted
 	 * out before any thread is stopped: the look uses stdio. */
 	bool risky = new_code && np_codemem_lands_inside(start, end);
-	struct inside in = {start, end, map, cookie};
+	struct np_inside in = {start, end, map, cookie};
 	for (int i = 0; i < n && !err; i++) {
 		struct np_sight s = look_past_vfork(all[i], true);
 		enum verdict v = s.state == NP_SEEN_BLOCKED ? judge_blocked(all[i], &s, &in, risky)
@@ -530,7 +377,7 @@ void np_threads_resume(void)
 	atomic_store(&req.released, atomic_load(&req.round));
 }
 
-static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc));
+static int move_out_once(const struct np_inside *in, void (*stuck)(void *cookie, uint64_t pc));
 
 /* A thread waiting in a system call, looked at from here for a census
  * (the signal could end its call early). What it would look at is in
@@ -623,7 +470,7 @@ int np_threads_census(void)
 int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
 			void *cookie, void (*stuck)(void *cookie, uint64_t pc))
 {
-	struct inside in = {start, end, map, cookie};
+	struct np_inside in = {start, end, map, cookie};
 	for (int tries = 0;; tries++) {
 		int err = move_out_once(&in, stuck);
 		if (err || !atomic_load(&req.nested))
@@ -643,7 +490,7 @@ int np_threads_move_out(uint64_t start, uint64_t end, uint64_t (*map)(void *, ui
  * slow); the blocked ones are judged from here (judge_blocked). Under
  * qemu-user a blocked guest thread's pc is unknown, and is not asked
  * either: it waits in the emulator, between two translated blocks. */
-static int move_out_once(const struct inside *in, void (*stuck)(void *cookie, uint64_t pc))
+static int move_out_once(const struct np_inside *in, void (*stuck)(void *cookie, uint64_t pc))
 {
 	static int all[NP_TASKS_MAX], tids[NP_TASKS_MAX]; /* engine lock held */
 	pid_t pid = getpid();

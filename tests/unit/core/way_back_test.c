@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/patch.c, np_patch_on_way_back: before a jump goes in over bytes
+ * core/stack_scan.c, np_patch_on_way_back: before a jump goes in over bytes
  * where a retired trampoline jumps back, every stopped thread is asked
  * whether it may still be on that way. Its return address into the
  * trampoline may be in the pc, on the stack, or only in a register: riscv's
@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "core/internal.h"
+#include "core/stack_scan.h"
 #include "test.h"
 
 #define LAND 0x10004ull /* where the trampoline jumps back: any number */
