@@ -37,6 +37,7 @@
 #include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
+#include "core/word_write.h"
 
 #include <errno.h>
 #include <stdlib.h>

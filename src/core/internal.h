@@ -514,11 +514,6 @@ int np_threads_move_out(uint64_t start, uint64_t end,
 			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie,
 			void (*stuck)(void *cookie, uint64_t pc));
 int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
-/* Patches of n regions, each no longer than the breakpoint (bytes[i] at
- * r[i]->start), written breakpoint first, step by step for all of them,
- * the other threads stopped once per step that needs it (patch.c).
- * errs[i]: 0 or -errno per region. */
-void np_patch_words(struct np_region *const *r, const uint8_t *const *bytes, size_t n, int *errs);
 /* Would these bytes change what a thread coming back from a (retired)
  * trampoline lands on? Such a patch is written with the other threads
  * stopped, once none is on that way (np_threads_stop). */
