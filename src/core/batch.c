@@ -36,6 +36,7 @@
  */
 #include "core/code_write.h"
 #include "core/internal.h"
+#include "core/region_write.h"
 #include "core/maps.h"
 #include "core/word_write.h"
 

@@ -513,11 +513,6 @@ bool np_code_mapped_exec(uint64_t addr, size_t len);
 int np_threads_move_out(uint64_t start, uint64_t end,
 			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie,
 			void (*stuck)(void *cookie, uint64_t pc));
-int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, bool move_threads);
-/* Would these bytes change what a thread coming back from a (retired)
- * trampoline lands on? Such a patch is written with the other threads
- * stopped, once none is on that way (np_threads_stop). */
-bool np_patch_lands_inside(const struct np_region *region, const uint8_t *bytes, size_t len);
 /* Stop every other thread of the process while code is written: each one
  * that runs user code waits in a signal handler, after its pc was moved by
  * map() when it lay in (start, end); threads blocked in a system call are
@@ -532,6 +527,13 @@ bool np_patch_lands_inside(const struct np_region *region, const uint8_t *bytes,
  * thread stopped. Engine lock held. */
 int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
 		    void *cookie, bool new_code);
+/* np_threads_stop, once none of the threads it stopped is on its way
+ * through a trampoline landing inside (start, end) (new_code), nor in a
+ * signal handler of its own that interrupted it there: tried again a
+ * little later while some are, then -EAGAIN. 0: the threads are stopped,
+ * np_threads_resume() must follow. */
+int np_threads_stop_clear(uint64_t start, uint64_t end,
+			  uint64_t (*map)(void *cookie, uint64_t pc), void *cookie, bool new_code);
 void np_threads_resume(void);
 int np_patch_init(void);
 /* The signal that moves threads out of bytes being patched: a thread that

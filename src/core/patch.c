@@ -25,7 +25,6 @@
 #include "core/nolibc.h"
 #include "core/stack_scan.h"
 #include "core/tasks.h"
-#include "core/word_write.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -378,6 +377,34 @@ void np_threads_resume(void)
 	atomic_store(&req.released, atomic_load(&req.round));
 }
 
+/* A thread on its way through a trampoline that jumps back strictly
+ * inside the bytes, or in a signal handler of its own that interrupted it
+ * there, cannot be moved: the threads are let go on and the stop tried
+ * again a little later, up to STOP_TRIES times. */
+#define STOP_TRIES 200
+#define STOP_RETRY_NS 1000000L
+
+int np_threads_stop_clear(uint64_t start, uint64_t end, uint64_t (*map)(void *, uint64_t),
+			  void *cookie, bool new_code)
+{
+	for (int tries = 0;; tries++) {
+		int err = np_threads_stop(start, end, map, cookie, new_code);
+		if (err)
+			return err;
+		if (!atomic_load(&req.busy) && !atomic_load(&req.nested))
+			return 0;
+		np_threads_resume();
+		if (tries == STOP_TRIES) {
+			np_logf(NP_LOG_WARN, "cannot patch 0x%llx: threads keep running through a "
+					     "trampoline that jumps back inside its bytes, or stay "
+					     "in a signal handler that interrupted them there",
+				(unsigned long long)start);
+			return -EAGAIN;
+		}
+		nanosleep(&(struct timespec){0, STOP_RETRY_NS}, NULL);
+	}
+}
+
 static int move_out_once(const struct np_inside *in, void (*stuck)(void *cookie, uint64_t pc));
 
 /* A thread waiting in a system call, looked at from here for a census
@@ -532,156 +559,6 @@ static int move_out_once(const struct np_inside *in, void (*stuck)(void *cookie,
 	if (err == -EAGAIN)
 		np_logf(NP_LOG_WARN, "a thread does not answer signal %d (is it blocked?)", fixup_sig);
 	return err;
-}
-
-/* --- the protocol ------------------------------------------------------------ */
-
-struct patch_map {
-	const struct np_region *region;
-};
-
-/* A thread at instruction i of the region goes to its block in the new
- * trampoline (or, when the region is being removed, nowhere: it cannot be
- * inside an instruction of the original code). */
-static uint64_t to_trampoline(void *cookie, uint64_t pc)
-{
-	const struct np_region *r = cookie;
-	int i = np_region_insn_index(r, pc);
-	return i < 0 ? pc : r->tramp + r->tramp_off[i];
-}
-
-/* Where a thread stopped strictly inside the bytes being replaced goes.
- * In the original code (the jump goes in): to its instruction's block in
- * the new trampoline. Inside a jump of several instructions (riscv
- * auipc+jalr, being re-pointed or removed): where that jump was going,
- * as it would have. */
-/* Does the code hold r's jump now? (In a signal handler too: the code is
- * readable, it is compared in place.) */
-static bool holds_jump(const struct np_region *r)
-{
-	const volatile uint8_t *code = (const volatile uint8_t *)(uintptr_t)r->start;
-	bool patched = r->jumps_to && r->jump_len <= sizeof(r->patch);
-	for (unsigned i = 0; patched && i < r->jump_len; i++)
-		patched = code[i] == r->patch[i];
-	return patched;
-}
-
-static uint64_t out_of_patch(void *cookie, uint64_t pc)
-{
-	const struct np_region *r = cookie;
-	if (holds_jump(r))
-		return pc < r->start + r->jump_len ? r->jumps_to : pc;
-	return to_trampoline(cookie, pc);
-}
-
-static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads);
-
-#define STOP_TRIES 200
-#define STOP_RETRY_NS 1000000L
-
-/* A patch another hart may not fetch whole (np_isa.patch_needs_stop): the
- * other threads wait in a signal handler while it is written, breakpoint
- * first for the threads left in system calls. Nothing between stop and
- * resume may take a lock a stopped thread could hold (malloc's): the map
- * cache and /proc/self/mem are primed by the reads before. */
-static int patch_stopped(struct np_region *r, const uint8_t *bytes, size_t len)
-{
-	struct np_map m;
-	int err = np_maps_lookup(r->start, &m);
-	/* A thread on its way through a trampoline that jumps back inside the
-	 * bytes (one built for an instruction there, since retired) cannot be
-	 * moved: it is let go on and the stop tried again a little later.
-	 * Not when the original code goes back (it lands on an instruction),
-	 * nor when r's jump is only re-pointed (nothing lands inside a jump
-	 * in place: it went in under this rule).
-	 * (On the batch path the region's jump is already in r->patch: it is
-	 * not in the code, so holds_jump says no.) */
-	bool restore = len <= sizeof(r->orig) && memcmp(bytes, r->orig, len) == 0;
-	bool new_code = !restore && !holds_jump(r);
-	for (int tries = 0; !err; tries++) {
-		if ((err = np_threads_stop(r->start, r->start + len, out_of_patch, r, new_code)))
-			break;
-		if (!atomic_load(&req.busy) && !atomic_load(&req.nested)) {
-			err = write_bp_first(r, bytes, len, false);
-			np_threads_resume();
-			break;
-		}
-		np_threads_resume();
-		if (tries == STOP_TRIES) {
-			np_logf(NP_LOG_WARN, "cannot patch 0x%llx: threads keep running through a "
-					     "trampoline that jumps back inside its bytes, or stay "
-					     "in a signal handler that interrupted them there",
-				(unsigned long long)r->start);
-			err = -EAGAIN;
-			break;
-		}
-		nanosleep(&(struct timespec){0, STOP_RETRY_NS}, NULL);
-	}
-	return err;
-}
-
-/* Would a thread coming back from some trampoline (a retired one: live
- * regions do not overlap) land strictly inside bytes that these change?
- * Not when the original code goes back, nor when r's jump is only
- * re-pointed (nothing lands inside a jump in place: it went in under this
- * rule). From the first byte on which the new bytes are the code's own
- * (the call a punned jump ends on, plan.c) a thread lands on what it
- * expects. */
-bool np_patch_lands_inside(const struct np_region *r, const uint8_t *bytes, size_t len)
-{
-	size_t keep = len;
-	if (len > sizeof(r->orig) || memcmp(bytes, r->orig, len) == 0 || holds_jump(r))
-		return false;
-	while (keep > 0 && bytes[keep - 1] == r->orig[keep - 1])
-		keep--;
-	return np_codemem_lands_inside(r->start, r->start + keep);
-}
-
-int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
-{
-	uint8_t cur[sizeof(r->patch)];
-	size_t tl = np_host_isa->trap_len;
-
-	if (len == tl) {
-		int err;
-		np_patch_words(&r, &bytes, 1, &err);
-		return err;
-	}
-	if (np_host_isa->patch_needs_stop && len <= sizeof(cur) &&
-	    np_code_read(r->start, cur, len) == 0 &&
-	    np_host_isa->patch_needs_stop(cur, bytes, len, r->start))
-		return patch_stopped(r, bytes, len);
-	/* written while the other threads wait, once none is on its way back
-	 * there (x86-64, and arm64's long form: one word, a b or a brk,
-	 * has nothing inside it to land on) */
-	if (np_patch_lands_inside(r, bytes, len))
-		return patch_stopped(r, bytes, len);
-	return write_bp_first(r, bytes, len, move_threads);
-}
-
-static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
-{
-	uint8_t trap[16], first[16];
-	size_t tl = np_host_isa->trap_len;
-	int err;
-
-	np_host_isa->emit_trap(trap);
-	if ((err = np_code_read(r->start, first, tl)) || (err = np_code_write(r->start, trap, tl)))
-		return err;
-	np_sync_cores();
-	if (move_threads &&
-	    (err = np_threads_move_out(r->start, r->start + len, to_trampoline, r, NULL))) {
-		np_code_write(r->start, first, tl);
-		np_sync_cores();
-		return err;
-	}
-	if ((err = np_code_write(r->start + tl, bytes + tl, len - tl)))
-		return err;
-	np_sync_cores();
-	if ((err = np_code_write(r->start, bytes, tl)))
-		return err;
-	np_sync_cores();
-	return 0;
 }
 
 static int pick_signal(void)

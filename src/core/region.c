@@ -13,6 +13,7 @@
  */
 #include "core/code_write.h"
 #include "core/internal.h"
+#include "core/region_write.h"
 #include "core/plan_host.h"
 
 #include <errno.h>
