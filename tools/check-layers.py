@@ -66,9 +66,11 @@ RULES = {
 # (file, included): arrows that break the rule today, and why.
 DEBTS = {
     ("src/agent/agent.c", "core/internal.h"): "np_fd_move_high: the engine's fd helper",
-    ("src/agent/maskguard.c", "core/internal.h"): "np_host_isa's decoder, np_patch_signal",
+    ("src/agent/maskguard.c", "core/internal.h"): "np_host_isa's decoder",
+    ("src/agent/maskguard.c", "core/stop.h"): "np_patch_signal: the program must not block it",
     ("src/agent/modules.c", "core/internal.h"): "struct np_probe, to re-place probes",
-    ("src/agent/signals.c", "core/internal.h"): "np_trap_chain_swap, np_patch_signal",
+    ("src/agent/signals.c", "core/internal.h"): "np_trap_chain_swap",
+    ("src/agent/signals.c", "core/stop.h"): "np_patch_signal: the program must not block it",
     ("tools/nanoprobe/verbs/watch_spec.c", "core/watch.h"):
         "np_watch_check_shape, shared with core",
 }

@@ -25,8 +25,9 @@
  * Hit path: no libc, no allocation (the copy is per thread, in TLS).
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_isa, np_patch_signal */
+#include "core/internal.h" /* np_host_isa */
 #include "core/nolibc.h"   /* np_errno */
+#include "core/stop.h"     /* np_patch_signal */
 
 #include <dlfcn.h>
 #include <signal.h>

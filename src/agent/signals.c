@@ -30,7 +30,8 @@
  * on libc do not count it as the program's.
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_trap_chain_swap, np_patch_signal */
+#include "core/internal.h" /* np_trap_chain_swap */
+#include "core/stop.h"     /* np_patch_signal */
 
 #include <dlfcn.h>
 #include <errno.h>

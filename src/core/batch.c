@@ -17,7 +17,7 @@
  *   4. every tail; serialise once;  5. every first byte; serialise once;
  *   6. the trap table loses what it no longer needs (one edit).
  *
- * Each step is the single-region protocol's (patch.c) applied to all the
+ * Each step is the single-region protocol's (region_write.c) applied to all the
  * regions before the next step starts, so every region goes through the
  * same states in the same order; regions of one batch never overlap (a
  * region that would absorb another is placed on its own, see region.c).
@@ -37,6 +37,7 @@
 #include "core/code_write.h"
 #include "core/internal.h"
 #include "core/region_write.h"
+#include "core/stop.h"
 #include "core/maps.h"
 #include "core/word_write.h"
 
@@ -118,7 +119,7 @@ static int by_start(const void *a, const void *b)
 
 /* A thread at pc (strictly inside the bytes of a region being placed)
  * goes to that instruction's place in the region's trampoline. Runs in
- * the signal handler of each thread asked (patch.c). */
+ * the signal handler of each thread asked (stop.c). */
 static uint64_t to_trampoline(void *cookie, uint64_t pc)
 {
 	(void)cookie;

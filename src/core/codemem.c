@@ -267,7 +267,7 @@ uint64_t np_codemem_alloc_in(uint64_t lo, uint64_t size, size_t len)
 
 /* Is pc inside trampoline memory (a trampoline or an out-of-line copy,
  * live or retired)? Read by a signal handler while the engine waits for
- * it (patch.c): the list only grows, under the engine lock (chunks are
+ * it (stop.c, stack_scan.c): the list only grows, under the engine lock (chunks are
  * never unmapped: reclaimed memory is reused in place). */
 bool np_codemem_holds(uint64_t pc)
 {
@@ -329,7 +329,7 @@ bool np_codemem_lands_inside(uint64_t start, uint64_t end)
 /* Does the trampoline holding pc land strictly inside (start, end)? Code
  * memory that is no region's trampoline (the redirect and return
  * routines, which go where a context says) lands nowhere. Read by a signal
- * handler while the engine waits for it (patch.c): the records change
+ * handler while the engine waits for it (stack_scan.c): the records change
  * only under the engine lock, and not while it waits. */
 bool np_codemem_leads_inside(uint64_t pc, uint64_t start, uint64_t end)
 {

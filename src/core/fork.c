@@ -20,7 +20,7 @@
  * waited for that handler to end (a detach does) would wait forever. So
  * no holder waits for a handler: those waits happen after the lock is
  * released (np_engine_unlock runs them, probe.c queues them). A holder
- * waits for threads only to answer its signal (patch.c), and a thread
+ * waits for threads only to answer its signal (stop.c), and a thread
  * waiting here is blocked in a futex, left alone by that signal
  * (np_threads_move_out). The thread that holds the lock itself may fork
  * (a program's signal handler that interrupted the engine): its work goes

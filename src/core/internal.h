@@ -264,7 +264,7 @@ uint64_t np_thread_sum_missed(uint32_t slot);
  * changed and a membarrier made the change visible). */
 void np_thread_wait_site(const struct np_site *site);
 /* Is the thread tid running a probe's handlers (in_site)? For a thread
- * judged from outside rather than asked (patch.c). */
+ * judged from outside rather than asked (stop.c). */
 bool np_thread_in_handler(int tid);
 /* The block of thread tid, NULL if it has none. */
 const struct np_thread *np_thread_find(int tid);
@@ -386,13 +386,9 @@ int np_trap_init(void);
 int np_trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume);
 /* The stop signal may interrupt the SIGTRAP handler where a handler's
  * sa_mask is not honoured (qemu-riscv64 7.2): how deep the thread is in
- * it, its entry, and the answer it then gives on the way out (patch.c). */
+ * it, and its entry (for stop.c, which then answers on the way out). */
 unsigned np_trap_level(void);
 uint64_t np_trap_handler_entry(void);
-void np_patch_answer_owed(void *uc, unsigned level);
-/* Block the stop signal until the SIGTRAP handler returns, where its
- * sa_mask did not (a system call there only). */
-void np_patch_block_stop(void);
 void np_trap_defer_free(void *mem);
 
 /* Signals that are not ours (sigchain.c). np_sig_chain delivers one to
@@ -490,8 +486,6 @@ void np_reclaim_look(const struct np_regs *regs, bool all_regs, const struct np_
 void np_reclaim_look_stack(uint64_t lo, uint64_t end, const struct np_thread *t);
 void np_reclaim_unsure(void);
 void np_reclaim_stats(uint64_t *in_limbo, uint64_t *free_bytes);
-/* Ask every thread to look at itself for a census (patch.c). */
-int np_threads_census(void);
 /* Each trampoline a trap-table entry sends a thread to (trap.c). */
 void np_trap_each_published(void (*fn)(uint64_t tramp, void *cookie), void *cookie);
 bool np_codemem_lands_inside(uint64_t start, uint64_t end);
@@ -503,42 +497,6 @@ int np_codemem_fill(uint64_t addr, const void *src, size_t len);
 int np_codemem_flush(void);
 void np_code_begin(void); /* an API call that may write code starts */
 bool np_code_mapped_exec(uint64_t addr, size_t len);
-
-/* Live patching. */
-/* Move threads whose pc lies in (start, end) to the address map() gives.
- * Threads blocked in a system call are not disturbed: one that would come
- * back to such a pc is passed to stuck() (the caller gives up the bytes
- * around it), or, with no stuck(), fails the call with -EAGAIN. Returns 0
- * or -EAGAIN when a thread could not be checked. */
-int np_threads_move_out(uint64_t start, uint64_t end,
-			uint64_t (*map)(void *cookie, uint64_t pc), void *cookie,
-			void (*stuck)(void *cookie, uint64_t pc));
-/* Stop every other thread of the process while code is written: each one
- * that runs user code waits in a signal handler, after its pc was moved by
- * map() when it lay in (start, end); threads blocked in a system call are
- * left there (their pc and stack are checked from outside, and one that
- * would come back inside fails the stop with -EAGAIN) so that no call
- * fails with EINTR.
- * new_code: the bytes become other than the original (a jump): threads
- * that may be on their way through a trampoline landing inside them are
- * counted (patch.c). Under qemu-user, every guest thread must answer;
- * the emulator's own threads are left.
- * 0 (then np_threads_resume() must follow) or -EAGAIN / -errno, with no
- * thread stopped. Engine lock held. */
-int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, uint64_t pc),
-		    void *cookie, bool new_code);
-/* np_threads_stop, once none of the threads it stopped is on its way
- * through a trampoline landing inside (start, end) (new_code), nor in a
- * signal handler of its own that interrupted it there: tried again a
- * little later while some are, then -EAGAIN. 0: the threads are stopped,
- * np_threads_resume() must follow. */
-int np_threads_stop_clear(uint64_t start, uint64_t end,
-			  uint64_t (*map)(void *cookie, uint64_t pc), void *cookie, bool new_code);
-void np_threads_resume(void);
-int np_patch_init(void);
-/* The signal that moves threads out of bytes being patched: a thread that
- * blocks it makes such a patch fail. */
-int np_patch_signal(void);
 
 /* Engine state. */
 /* The engine lock (fork.c), held by attach, detach and maintenance: 0, or

@@ -12,6 +12,7 @@
 #include "core/code_write.h"
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/stop.h"
 #include "core/watch.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@ static void engine_init(void)
 {
 	if ((init_err = np_nolibc_init()) || (init_err = np_fork_init()) ||
 	    (init_err = np_code_write_init()) ||
-	    (init_err = np_patch_init()) || (init_err = np_thread_pool_init()) ||
+	    (init_err = np_stop_init()) || (init_err = np_thread_pool_init()) ||
 	    (init_err = np_trap_init()) || (init_err = np_host_init()))
 		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));
 }

@@ -22,7 +22,7 @@
  * handler answers only once it knows where it resumes). So each thread is
  * looked at once, at any moment after the retirement; it need not be held
  * while the others are looked at. Running threads look at themselves in
- * the stop signal's handler (patch.c); a thread blocked in a system call
+ * the stop signal's handler (stop.c); a thread blocked in a system call
  * is looked at from here (its state is in memory we share), and its
  * context-switch counts before and after prove it did not run meanwhile.
  *
@@ -43,6 +43,7 @@
 #include "core/internal.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
+#include "core/stop.h"
 
 #include <errno.h>
 #include <signal.h>

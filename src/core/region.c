@@ -6,7 +6,7 @@
  * what its trampoline would hold (not when a probe joins a site whose
  * block calls np__dispatch with the site alone, riscv64's): a new
  * trampoline is written next to the old one, the jump at the region start
- * is re-pointed (breakpoint first, see patch.c), and the old trampoline is
+ * is re-pointed (breakpoint first, see region_write.c), and the old trampoline is
  * retired. Threads still inside the old one finish there: it still jumps
  * back to the same end address. A TRAP region is one instruction under a
  * breakpoint; its out-of-line copy never changes.
@@ -118,7 +118,7 @@ static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
 	r->tramp = at;
 	r->tramp_len = (size_t)n;
 	r->tramp_cap = cap;
-	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (patch.c) */
+	np_codemem_note_tramp(at, (size_t)n, r->end); /* where it jumps back (stack_scan.c) */
 	return 0;
 }
 
@@ -216,7 +216,7 @@ static int queue_jump(struct np_region *r)
 	if (err < 0)
 		return err;
 	/* a thread in a retired trampoline may land inside it: placed alone,
-	 * once no thread is on that way (patch.c) */
+	 * once no thread is on that way (region_write.c) */
 	if (np_patch_lands_inside(r, r->patch, r->jump_len))
 		return patch_jump(r, r->ninsn > 1);
 	r->jumps_to = jump_target(r); /* what r->patch holds, once it is placed */

@@ -11,7 +11,7 @@
  * A thread reaching the first byte between 1 and 4 traps, and the trap
  * handler sends it where the finished patch would have (trap.c).
  * "Serialise" is np_sync_cores (code_write.c); step 2 is
- * np_threads_move_out (patch.c), which finds where each thread is without
+ * np_threads_move_out (stop.c), which finds where each thread is without
  * signalling the ones blocked in a system call.
  *
  * Two cases take the other threads out of the way for the whole write
@@ -27,6 +27,7 @@
 #include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
+#include "core/stop.h"
 #include "core/word_write.h"
 
 #include <string.h>

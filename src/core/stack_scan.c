@@ -3,7 +3,7 @@
  * What a thread's registers and the words above its stack pointer say,
  * for a patch about to replace the bytes [start, end).
  *
- * A thread is asked where it is before code changes under it (patch.c),
+ * A thread is asked where it is before code changes under it (stop.c),
  * or, when it waits in a system call, looked at from outside (tasks.c
  * gives its pc and stack pointer). Its pc alone does not tell everything:
  *   - it may be on its way through a trampoline that jumps back strictly
@@ -25,7 +25,7 @@
 
 /* The words just above a thread's stack pointer, STACK_LOOK bytes of
  * them or up to the end of the stack, each given to 'look' until it says
- * stop. This and its helpers run in the stop signal's handler (patch.c):
+ * stop. This and its helpers run in the stop signal's handler (stop.c):
  * not instrumented by ASan, like it. Read fault-safe (np_read_user: the
  * SIGSEGV guard works in that handler, which leaves SIGSEGV and SIGBUS
  * unblocked). 2 KiB missed
@@ -153,7 +153,7 @@ __attribute__((no_sanitize("address"))) static bool moved_by_map(uint64_t word, 
 }
 
 /* Is this thread in a signal handler (of the program's) that interrupted
- * it strictly inside the bytes? The stop's handler (patch.c) sees and
+ * it strictly inside the bytes? The stop's handler (stop.c) sees and
  * moves only the pc it interrupted itself; the one the outer handler returns to lies in
  * that handler's signal frame, just above. A thread found so cannot be
  * moved (a word that only looks like that pc must not be changed): the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What a stopped thread's registers and stack say of the bytes a patch
- * replaces (stack_scan.c), for stopping threads (patch.c). These run in
+ * replaces (stack_scan.c), for stopping threads (stop.c). These run in
  * the stop signal's handler too: fault-safe, no lock, no allocation. */
 #ifndef NP_CORE_STACK_SCAN_H
 #define NP_CORE_STACK_SCAN_H

@@ -2,7 +2,7 @@
 /*
  * The threads of this process as /proc/self/task shows them from outside.
  *
- * Stopping threads (patch.c) must know, before it sends any signal, which
+ * Stopping threads (stop.c) must know, before it sends any signal, which
  * threads run (those are asked), which wait in a system call (those are
  * never signalled: the call would fail with EINTR) and where they would
  * come back to, which wait for a vfork child that runs unseen in our

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The threads of this process as /proc/self/task shows them from outside
- * (tasks.c), for stopping them (patch.c) and for the engine's start-up
+ * (tasks.c), for stopping them (stop.c) and for the engine's start-up
  * under an emulator (fork.c). */
 #ifndef NP_CORE_TASKS_H
 #define NP_CORE_TASKS_H

@@ -20,6 +20,7 @@
  */
 #include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/stop.h"
 #include "core/watch.h"
 
 #include <errno.h>
@@ -359,7 +360,7 @@ static enum trap_kind classify(uint64_t at, struct np_region **r)
 
 /* How deep this thread is in the SIGTRAP handler (a handler's own code may
  * trap: SA_NODEFER). Initial-exec: set before the handler calls anything,
- * for the stop signal's handler to read (patch.c). */
+ * for the stop signal's handler to read (stop.c). */
 static __thread unsigned trap_level __attribute__((tls_model("initial-exec")));
 
 unsigned np_trap_level(void)
@@ -407,7 +408,7 @@ __attribute__((no_sanitize("address"))) static bool trap_decide(siginfo_t *si, u
  * clears the shadow with a call to libc's memset, and while a batch is
  * being placed every probed function, memset included, starts with a
  * breakpoint: the handler trapped in its own epilogue, forever.
- * A stop request (patch.c) that came while this handler ran is answered
+ * A stop request (stop.c) that came while this handler ran is answered
  * here, once the thread's resume point is known, before a program's
  * handler that may not return; one that comes later waits until the
  * thread resumes, as sa_mask would have it. */
@@ -442,7 +443,7 @@ int np_trap_init(void)
 			       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER};
 	struct sigaction prev;
 	sigemptyset(&sa.sa_mask);
-	/* A thread asked to move out of bytes being patched (patch.c) answers
+	/* A thread asked to move out of bytes being patched (stop.c) answers
 	 * once its SIGTRAP is handled, from the pc the handler resumes at:
 	 * asked inside the handler, it would show the handler's pc, and then
 	 * resume at a pc inside the new bytes (a breakpoint just removed,

@@ -12,7 +12,7 @@
  * ISA says another thread may not execute concurrently
  * (np_isa.patch_needs_stop: on arm64 an arbitrary word to brk, brk back to
  * one; on riscv64 anything but one aligned parcel) is written with
- * every other thread stopped (patch.c); brk to b and b to brk are not.
+ * every other thread stopped (stop.c); brk to b and b to brk are not.
  * Each step is taken for every word of a batch at once, so a batch stops
  * the threads once per step that needs it, not once per probe.
  *
@@ -24,6 +24,7 @@
 #include "core/word_write.h"
 #include "core/code_write.h"
 #include "core/internal.h"
+#include "core/stop.h"
 
 #include <errno.h>
 #include <stdlib.h>

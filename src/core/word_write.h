@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Patches no longer than the breakpoint (word_write.c), for placing one
- * region (patch.c) and a batch of them (batch.c). */
+ * region (region_write.c) and a batch of them (batch.c). */
 #ifndef NP_CORE_WORD_WRITE_H
 #define NP_CORE_WORD_WRITE_H
 

@@ -66,7 +66,7 @@ void np_host_regs_from_uc(struct np_regs *regs, const void *uc);
 void np_host_regs_to_uc(const struct np_regs *regs, void *uc);
 /* Where a signal frame's ucontext keeps, in bytes from its saved pc, the
  * interrupted stack pointer, uc_link and uc_stack: the kernel's layout,
- * which libc's ucontext_t repeats. patch.c tells a signal frame by it.
+ * which libc's ucontext_t repeats. stack_scan.c tells a signal frame by it.
  * Each runtime.c defines it with NP_UC_SHAPE(its pc field, its sp field). */
 struct np_uc_shape {
 	long sp, link, stack;

@@ -4,7 +4,7 @@
  * strictly inside the bytes a jump would cover, goes back there when its
  * handler returns: no jump may go in while it is in that handler. The
  * engine finds the handler's signal frame above the thread's stack
- * pointer (patch.c: the frame's pc inside the bytes, uc_link 0, and the
+ * pointer (stack_scan.c: the frame's pc inside the bytes, uc_link 0, and the
  * interrupted stack pointer just above it, or the frame on the alternate
  * stack its uc_stack names). So a forced JUMP is refused with EAGAIN and
  * changes nothing, AUTO falls back to TRAP (its breakpoint covers the

@@ -147,7 +147,7 @@ np_rv_site_end:
  * and without, for a site whose every handler is proven not to touch it
  * (vecscan.c) or promised not to (NP_PROBE_NO_FPU); the engine's own C
  * code has no floating point (src/meson.build). ra goes to BLOCK_RA
- * first in both: patch.c looks for the way back there. */
+ * first in both: stack_scan.c looks for the way back there. */
 .macro SITE_REST name, fp
 	.globl \name
 	.hidden \name

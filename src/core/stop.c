@@ -1,39 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Patching code that other threads are running.
+ * Stopping the other threads of the process, and moving them out of bytes
+ * about to be replaced.
  *
- * x86 fetches instructions byte by byte and a core may hold stale bytes in
- * its pipeline, so a multi-byte patch is written breakpoint first:
- *   1. write the breakpoint on the first byte; serialise every core;
- *   2. move any thread stopped strictly inside the bytes about to change to
- *      the equivalent address in the new code (it entered before step 1);
- *   3. write the tail; serialise;  4. write the first byte; serialise.
- * A thread reaching the first byte between 1 and 4 traps, and the trap
- * handler sends it where the finished patch would have (trap.c).
+ * The patch protocols (region_write.c, word_write.c, batch.c) need, at one
+ * step, to know that no thread is strictly inside the bytes they replace,
+ * or that no thread runs at all while they write. Three requests serve
+ * them, and a fourth serves the census of retired trampolines (reclaim.c):
+ *   np_threads_move_out  every thread inside the bytes goes to the address
+ *                        a map gives (its instruction's block in the new
+ *                        trampoline); the others go on at once;
+ *   np_threads_stop      every thread waits in the signal's handler until
+ *                        np_threads_resume, moved first like that;
+ *   np_threads_stop_clear the same, once none is on its way back into the
+ *                        bytes through a retired trampoline;
+ *   np_threads_census    every thread looks at its own state.
  *
- * "Serialise" is np_sync_cores (code_write.c).
- *
- * Step 2 finds where each thread is without stopping the ones blocked in
- * a syscall: /proc/self/task/TID/syscall gives their user pc. Running
- * threads get a signal whose handler looks at its own saved pc and moves
- * it when needed; a thread that blocks the signal makes the patch fail
- * with EAGAIN rather than risk it.
+ * A thread is asked with a signal (NANOPROBE_SIGNAL, by default
+ * SIGRTMAX - 3), whose handler looks at its own saved pc, moves it when
+ * needed and answers; a thread that blocks the signal makes the request
+ * fail with EAGAIN rather than risk it. A thread blocked in a system call
+ * is never asked: the handler would make its call fail with EINTR. It is
+ * judged from outside instead, from what /proc/self/task shows of it
+ * (tasks.c) and what its stack holds (stack_scan.c). Under qemu-user the
+ * emulator's own threads are left alone, and the SIGTRAP handler answers
+ * for a thread the request interrupted inside it (np_patch_answer_owed).
  */
-#include "core/code_write.h"
 #include "core/internal.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
 #include "core/stack_scan.h"
+#include "core/stop.h"
 #include "core/tasks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -610,7 +615,7 @@ void np_patch_block_stop(void)
 	np_host_syscall(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, 0, sizeof(set), 0, 0);
 }
 
-int np_patch_init(void)
+int np_stop_init(void)
 {
 	fixup_sig = pick_signal();
 	probe_sa_mask();
