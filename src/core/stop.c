@@ -27,7 +27,6 @@
  * for a thread the request interrupted inside it (np_patch_answer_owed).
  */
 #include "core/internal.h"
-#include "core/maps.h"
 #include "core/nolibc.h"
 #include "core/stack_scan.h"
 #include "core/stop.h"
@@ -36,7 +35,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -236,8 +234,6 @@ static long elapsed_ns(const struct timespec *a, const struct timespec *b)
 	return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
 }
 
-static enum verdict judge_blocked(int tid, const struct np_sight *s, const struct np_inside *in,
-				  bool risky);
 static bool census_blocked(int tid);
 
 /* A thread asked that has not answered: one that has exited since, or
