@@ -246,6 +246,10 @@ struct np_isa {
 	 * instruction is max_insn bytes long. */
 	bool watch_pc_after;
 	int (*insn_length)(const uint8_t *code, size_t avail);
+	/* Can one debug register watch the len bytes at addr (a data watch:
+	 * write or read-write)? 0, or -EINVAL with the hardware's rule in
+	 * why (cap bytes). NULL: the ISA has no data watchpoints. */
+	int (*watch_shape)(uint64_t addr, size_t len, char *why, size_t cap);
 
 	/* Is the instruction at a function's entry a landing pad that an
 	 * indirect call must find there (arm64 bti c, paciasp)? An entry

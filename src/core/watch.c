@@ -71,32 +71,11 @@ int np_watch_check_shape(uint64_t addr, size_t len, enum np_watch_type type, cha
 		return addr % np_host_isa->insn_align ? (snprintf(why, cap, "0x%llx is not an "
 			"instruction address (%u-byte aligned)", (unsigned long long)addr,
 			np_host_isa->insn_align), -EINVAL) : 0;
-#if defined(__x86_64__)
-	/* DR7's LEN field: 1, 2, 4 or 8 bytes, naturally aligned (SDM 17.2.5) */
-	if (len != 1 && len != 2 && len != 4 && len != 8) {
-		snprintf(why, cap, "length %zu: x86-64 debug registers watch 1, 2, 4 or 8 bytes", len);
-		return -EINVAL;
+	if (!np_host_isa->watch_shape) {
+		snprintf(why, cap, "%s has no data watchpoints", np_host_isa->name);
+		return -EOPNOTSUPP;
 	}
-	if (addr % len) {
-		snprintf(why, cap, "0x%llx is not %zu-byte aligned: an x86-64 debug register "
-			 "watches %zu bytes at an address that is a multiple of %zu",
-			 (unsigned long long)addr, len, len, len);
-		return -EINVAL;
-	}
-#else
-	/* arm64 DBGWCR's byte select: 1 to 8 bytes inside one aligned
-	 * doubleword (the kernel shifts the mask without checking) */
-	if (len < 1 || len > 8) {
-		snprintf(why, cap, "length %zu: a watchpoint covers 1 to 8 bytes", len);
-		return -EINVAL;
-	}
-	if ((addr & 7) + len > 8) {
-		snprintf(why, cap, "0x%llx + %zu crosses an 8-byte boundary: a watchpoint covers "
-			 "bytes of one aligned 8-byte word", (unsigned long long)addr, len);
-		return -EINVAL;
-	}
-#endif
-	return 0;
+	return np_host_isa->watch_shape(addr, len, why, cap);
 }
 
 /* Mapped, and readable (data: the handler reads the value) or executable.

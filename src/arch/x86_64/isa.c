@@ -6,6 +6,9 @@
  */
 #include "arch/x86_64/internal.h"
 
+#include <errno.h>
+#include <stdio.h>
+
 /* rdi, rsi, rdx, rcx, r8, r9 */
 static const uint8_t x86_arg_regs[] = {7, 6, 2, 1, 8, 9};
 
@@ -15,6 +18,22 @@ static const char *const x86_reg_names[NP_NGPR] = {
 };
 
 #define R(n) (1ull << (n))
+
+/* DR7's LEN field: 1, 2, 4 or 8 bytes, naturally aligned (SDM 17.2.5). */
+static int x86_watch_shape(uint64_t addr, size_t len, char *why, size_t cap)
+{
+	if (len != 1 && len != 2 && len != 4 && len != 8) {
+		snprintf(why, cap, "length %zu: x86-64 debug registers watch 1, 2, 4 or 8 bytes", len);
+		return -EINVAL;
+	}
+	if (addr % len) {
+		snprintf(why, cap, "0x%llx is not %zu-byte aligned: an x86-64 debug register "
+			 "watches %zu bytes at an address that is a multiple of %zu",
+			 (unsigned long long)addr, len, len, len);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 const struct np_isa np_isa_x86_64 = {
 	.name = "x86_64",
@@ -50,5 +69,6 @@ const struct np_isa np_isa_x86_64 = {
 	.scratch_ok = 0xffffull & ~R(4), /* never rsp */
 	.watch_pc_after = true, /* a data breakpoint is a trap (SDM 17.3.1.2) */
 	.insn_length = x86_insn_length,
+	.watch_shape = x86_watch_shape,
 	.usdt_operand = x86_usdt_operand,
 };

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The facts of struct np_isa that are rules rather than code: the shapes
+ * one debug register can watch (watch_shape, src/core/watch.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "a64_test.h"
+
+TEST(a_watchpoint_covers_1_to_8_bytes_of_one_aligned_doubleword)
+{
+	char why[200];
+
+	CHECK_EQ(ISA->watch_shape(0x1000, 8, why, sizeof(why)), 0);
+	CHECK_EQ(ISA->watch_shape(0x1003, 5, why, sizeof(why)), 0);
+	CHECK_EQ(ISA->watch_shape(0x1005, 3, why, sizeof(why)), 0);
+	CHECK_EQ(ISA->watch_shape(0x1007, 1, why, sizeof(why)), 0);
+	CHECK_EQ(ISA->watch_shape(0x1006, 4, why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "0x1006 + 4 crosses an 8-byte boundary") != NULL);
+	CHECK_EQ(ISA->watch_shape(0x1000, 9, why, sizeof(why)), -EINVAL);
+	CHECK_STR(why, "length 9: a watchpoint covers 1 to 8 bytes");
+	CHECK_EQ(ISA->watch_shape(0x1000, 0, why, sizeof(why)), -EINVAL);
+}
+
+TEST_MAIN()
