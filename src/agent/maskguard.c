@@ -25,9 +25,10 @@
  * Hit path: no libc, no allocation (the copy is per thread, in TLS).
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_isa */
-#include "core/nolibc.h"   /* np_errno */
-#include "core/stop.h"     /* np_patch_signal */
+#include "arch/arch.h"   /* struct np_isa */
+#include "core/nolibc.h" /* np_errno */
+#include "core/stop.h"   /* np_patch_signal */
+#include "host/host.h"   /* np_host_isa */
 
 #include <dlfcn.h>
 #include <signal.h>

@@ -10,6 +10,8 @@
  */
 #include "agent/agent.h"
 #include "agent/script.h"
+#include "arch/arch.h"
+#include "host/host.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -64,7 +66,9 @@ int np_agent_script_receive(int fd, uint32_t len)
 	np_agent_script.gid = (uint64_t)getgid();
 	void **end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
 	np_agent_script.main_stack_end = end ? (uint64_t)(uintptr_t)*end : 0;
-	np_agent_script.fp_reg = np_reg_lookup(NP_SCRIPT_FP_REG);
+	np_agent_script.fp_reg = np_host_isa->fp_reg;
+	np_agent_script.sarg_skip = np_host_ret_in_memory() ? 1 : 0;
+	np_agent_script.red_zone = np_host_isa->red_zone;
 	return 0;
 }
 

@@ -10,27 +10,19 @@
 #include "agent/vm_run.h"
 #include "core/nolibc.h"
 
-#if defined(__x86_64__)
-#define NP_SCRIPT_FP_REG "rbp"
-#define NP_SCRIPT_SARG_SKIP 1 /* the return address */
-#define NP_SCRIPT_RED_ZONE 128 /* the SysV ABI's, below sp */
-#elif defined(__aarch64__)
-#define NP_SCRIPT_FP_REG "x29"
-#define NP_SCRIPT_SARG_SKIP 0
-#define NP_SCRIPT_RED_ZONE 0
-#else
-#define NP_SCRIPT_FP_REG "s0"
-#define NP_SCRIPT_SARG_SKIP 0
-#define NP_SCRIPT_RED_ZONE 0
-#endif
-
 struct np_agent_script {
 	const struct np_vm_prog *prog; /* NULL: the session has none */
 	uint64_t ring_extra;           /* each ring's thread area, page-aligned */
 	uint64_t shared_bytes;         /* the maps' tables, page-aligned */
 	uint8_t *shared;               /* in the session's shared memory */
 	uint64_t uid, gid, start_ns, main_stack_end; /* pid: each ring's */
+	/* The host ISA's (struct np_isa, learnt with the script): the frame
+	 * pointer, the words above sp at a function's entry before its first
+	 * stack argument (the return address, where calls push it), the red
+	 * zone below sp. */
 	int fp_reg;
+	uint32_t sarg_skip;
+	uint8_t red_zone;
 };
 extern struct np_agent_script np_agent_script;
 

@@ -24,9 +24,9 @@ static void run_block(struct np_ctx *ctx, const struct aprobe *ap)
 		.pid = (uint64_t)(uint32_t)r->pid, .uid = np_agent_script.uid,
 		.gid = np_agent_script.gid, .start_ns = np_agent_script.start_ns,
 		.main_stack_end = np_agent_script.main_stack_end, .fp_reg = np_agent_script.fp_reg,
-		.sarg_skip = NP_SCRIPT_SARG_SKIP,
+		.sarg_skip = np_agent_script.sarg_skip,
 		.at_entry = !ap->m.is_return && ap->m.vaddr == ap->m.func_vaddr,
-		.red_zone = NP_SCRIPT_RED_ZONE,
+		.red_zone = np_agent_script.red_zone,
 		.usdt = ap->m.usdt ? ap->m.usdt_args : NULL, .nusdt = ap->m.nusdt,
 		.bias = ap->bias,
 	};

@@ -200,6 +200,12 @@ struct np_isa {
 	unsigned nargs_reg;
 	const uint8_t *arg_regs;
 	uint8_t ret_reg, sp_reg;
+	/* The frame pointer, whose chain a stack walk follows (x86-64 rbp,
+	 * arm64 x29, riscv64 s0), and the red zone: how many bytes below sp
+	 * the code may keep values in without moving sp (the System V ABI's
+	 * 128 on x86-64; none on arm64 and riscv64). */
+	uint8_t fp_reg;
+	uint8_t red_zone;
 	const char *const *reg_names; /* NP_NGPR entries, NULL where none */
 
 	/* For the free-register analysis (src/arch/freereg.h); NULL/0 when

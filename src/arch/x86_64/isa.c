@@ -57,6 +57,8 @@ const struct np_isa np_isa_x86_64 = {
 	.arg_regs = x86_arg_regs,
 	.ret_reg = 0, /* rax */
 	.sp_reg = 4,  /* rsp */
+	.fp_reg = 5,  /* rbp */
+	.red_zone = 128,
 	.reg_names = x86_reg_names,
 	.reg_use = x86_reg_use,
 	/* rax rcx rdx rsi rdi r8-r11 */

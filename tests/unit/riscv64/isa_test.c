@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The facts of struct np_isa that are rules rather than code: the shapes
- * one debug register can watch (watch_shape, src/core/watch.c).
+ * The facts of struct np_isa that are rules rather than code: the frame
+ * pointer and red zone a script's stack reads rely on (src/agent), and the
+ * shapes one debug register can watch (watch_shape, src/core/watch.c).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "rv_test.h"
+
+TEST(the_frame_pointer_is_s0_and_nothing_lives_below_sp)
+{
+	CHECK_STR(ISA->reg_names[ISA->fp_reg], "s0");
+	CHECK_EQ(ISA->red_zone, 0);
+}
 
 TEST(a_watchpoint_covers_1_to_8_bytes_of_one_aligned_doubleword)
 {

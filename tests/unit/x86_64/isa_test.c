@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The facts of struct np_isa that are rules rather than code: the shapes
- * one debug register can watch (watch_shape, src/core/watch.c).
+ * The facts of struct np_isa that are rules rather than code: the frame
+ * pointer and red zone a script's stack reads rely on (src/agent), and the
+ * shapes one debug register can watch (watch_shape, src/core/watch.c).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "x86_test.h"
+
+TEST(the_frame_pointer_is_rbp_and_the_red_zone_is_128_bytes)
+{
+	CHECK_STR(ISA->reg_names[ISA->fp_reg], "rbp");
+	CHECK_EQ(ISA->red_zone, 128);
+}
 
 TEST(a_debug_register_watches_1_2_4_or_8_naturally_aligned_bytes)
 {
