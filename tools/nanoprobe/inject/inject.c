@@ -642,7 +642,7 @@ static int classify(struct target *t, int status, siginfo_t *si)
 }
 
 /*
- * The engine's request to a thread to say where it is (src/core/patch.c),
+ * The engine's request to a thread to say where it is (src/core/stop.c),
  * sent by the agent's own threads while we hold the thread: the engine an
  * earlier session loaded, placing or removing code. It is dropped, never
  * delivered. Delivered inside our call, its handler's sigreturn would
@@ -651,7 +651,7 @@ static int classify(struct target *t, int status, siginfo_t *si)
  * would meet that sleep's restart and the kernel would turn it into EINTR
  * for a handler (signal(7)). The engine needs no answer from this thread:
  * one that does not answer is judged from /proc once it waits in a system
- * call (patch.c, left_since), as it does in our calls or once resumed.
+ * call (stop.c, left_since), as it does in our calls or once resumed.
  */
 static bool engine_stop(const struct target *t, const siginfo_t *si)
 {
@@ -1316,7 +1316,7 @@ static void forget_thread(struct target *t)
  * Stopped where it runs the program's code, not the agent's. A thread in
  * the agent is doing nanoprobe's work: a probe's handler, or waiting in
  * the engine's signal handler while another session rewrites code the
- * thread may run (src/core/patch.c). Made to call dlopen there, it would
+ * thread may run (src/core/stop.c). Made to call dlopen there, it would
  * run that code half-written. It is let go and stopped again a moment
  * later; the wait is bounded, as the engine's is.
  */

@@ -6,7 +6,7 @@
  * A breakpoint is fatal to a thread that blocks SIGTRAP: the kernel forces
  * a synchronous signal on, and when the thread blocks it, first resets the
  * handler to SIG_DFL for the whole process. A TRAP probe, or the breakpoint
- * a jump goes in behind (src/core/patch.c), then kills the process the
+ * a jump goes in behind (src/core/region_write.c), then kills the process the
  * moment such a thread meets it; SIGSEGV and SIGBUS alike, for the
  * handlers' fault-safe reads. Programs do block them: jemalloc's background
  * threads block every signal for life (redis-server died of a SIGTRAP in
@@ -54,7 +54,7 @@ static uint64_t bit(int sig)
 }
 
 /* SIGTRAP, SIGSEGV, SIGBUS, and the signal the engine stops threads with
- * (src/core/patch.c: SIGRTMAX - 3, unless NANOPROBE_SIGNAL said another
+ * (src/core/stop.c: SIGRTMAX - 3, unless NANOPROBE_SIGNAL said another
  * in the program's environment): a running thread that blocks it cannot
  * answer, and every other thread waited, stopped, for 2 s. */
 uint64_t np_masks_engine(void)

@@ -24,7 +24,7 @@ struct np_masks {
 /* The signals a breakpoint or the engine's fault-safe reads raise, and
  * the one it stops threads with. */
 uint64_t np_masks_engine(void);
-/* The signal the engine stops threads with (src/core/patch.c's default). */
+/* The signal the engine stops threads with (src/core/stop.c's default). */
 int np_masks_engine_signal(void);
 /* In every thread of pid that blocks one of them, unblock them. The
  * number of threads changed, or -errno (those changed so far are in *m). */
