@@ -199,30 +199,6 @@ static uint32_t fetch_string(struct np_ctx *ctx, const struct aprobe *ap,
 
 /* --- events --------------------------------------------------------------- */
 
-/* Room for len bytes at the ring's head, a pad record first if they would
- * cross the end. NULL (and a drop) when the command has not caught up. */
-static struct np_rec *ring_reserve(struct np_ring *r, uint32_t size, uint32_t len,
-				   uint64_t *head)
-{
-	unsigned char *data = np_ring_data(r, np_agent.shm->nprobes);
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	uint32_t off = (uint32_t)(*head & (size - 1));
-	uint32_t room = size - off;
-	uint64_t need = room < len ? (uint64_t)room + len : len;
-	if (*head - tail + need > size) {
-		r->drops++;
-		return NULL;
-	}
-	if (room < len) {
-		struct np_rec *pad = (struct np_rec *)(data + off);
-		pad->len = room;
-		pad->probe = NP_REC_PAD;
-		*head += room;
-		off = 0;
-	}
-	return (struct np_rec *)(data + off);
-}
-
 /* A thread that blocks SIGSEGV or SIGBUS (sigfillset in a worker, a
  * signal handler's mask) cannot survive even a caught fault: the kernel
  * kills it instead. Reads of memory unblock them around the fetch. */
@@ -279,7 +255,8 @@ static struct np_rec *record_start(const struct aprobe *ap, uint64_t ts, struct 
 		return NULL;
 	count_hit(*r, ap);
 	*head = (*r)->head;
-	struct np_rec *rec = ring_reserve(*r, np_agent.shm->ring_bytes, ap->max_record, head);
+	struct np_rec *rec = np_ring_reserve(*r, np_ring_data(*r, np_agent.shm->nprobes),
+					       np_agent.shm->ring_bytes, ap->max_record, head);
 	if (!rec)
 		return NULL;
 	int cpu = np_cpu();

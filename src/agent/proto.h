@@ -366,6 +366,30 @@ static inline unsigned char *np_ring_data(struct np_ring *r, uint32_t nprobes)
 	return (unsigned char *)(np_ring_counts(r) + nprobes);
 }
 
+/* A record of len bytes at *head in the ring's data of size bytes (a
+ * power of two), a pad record first if it would cross the end: NULL and a
+ * drop when the command has not caught up. The writer publishes *head. */
+static inline struct np_rec *np_ring_reserve(struct np_ring *r, unsigned char *data,
+					     uint32_t size, uint32_t len, uint64_t *head)
+{
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t off = (uint32_t)(*head & (size - 1));
+	uint32_t room = size - off;
+	uint64_t need = room < len ? (uint64_t)room + len : len;
+	if (*head - tail + need > size) {
+		r->drops++;
+		return NULL;
+	}
+	if (room < len) {
+		struct np_rec *pad = (struct np_rec *)(data + off);
+		pad->len = room;
+		pad->probe = NP_REC_PAD;
+		*head += room;
+		off = 0;
+	}
+	return (struct np_rec *)(data + off);
+}
+
 /* The ring's header, counters and events, page-aligned: a script's
  * thread area follows (np_ring_extra). */
 static inline uint64_t np_ring_base_size(uint32_t nprobes, uint32_t ring_bytes)

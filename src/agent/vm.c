@@ -50,27 +50,6 @@ static inline uint64_t ext_of(const struct np_vm_insn *i)
 
 /* --- records ---------------------------------------------------------------- */
 
-struct np_rec *np_vm_ring_reserve(struct np_ring *r, unsigned char *data, uint32_t size,
-				  uint32_t len, uint64_t *head)
-{
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	uint32_t off = (uint32_t)(*head & (size - 1));
-	uint32_t room = size - off;
-	uint64_t need = room < len ? (uint64_t)room + len : len;
-	if (*head - tail + need > size) {
-		r->drops++;
-		return NULL;
-	}
-	if (room < len) {
-		struct np_rec *pad = (struct np_rec *)(data + off);
-		pad->len = room;
-		pad->probe = NP_REC_PAD;
-		*head += room;
-		off = 0;
-	}
-	return (struct np_rec *)(data + off);
-}
-
 static void emit(const struct np_vm_env *env, unsigned kind, uint32_t id, const uint8_t *payload,
 		 uint32_t len)
 {
@@ -79,7 +58,7 @@ static void emit(const struct np_vm_env *env, unsigned kind, uint32_t id, const 
 		return;
 	uint64_t head = r->head;
 	uint32_t total = (uint32_t)sizeof(struct np_rec) + ((len + 7u) & ~7u);
-	struct np_rec *rec = np_vm_ring_reserve(r, env->ring_data, env->ring_bytes, total, &head);
+	struct np_rec *rec = np_ring_reserve(r, env->ring_data, env->ring_bytes, total, &head);
 	if (!rec)
 		return;
 	int cpu = np_cpu();

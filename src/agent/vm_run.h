@@ -45,8 +45,4 @@ int np_vm_verify(const void *blob, size_t size, char *why, size_t whylen);
 /* clear(@map) (keep_key 0) or zero(@map) (1) on a checked program's maps. */
 void np_vm_map_void(const struct np_vm_prog *prog, uint8_t *shared, uint32_t map, int keep_key);
 
-/* A record of len bytes at the ring's head (a pad record first if it would
- * cross the end): NULL and a drop when the reader has not caught up. */
-struct np_rec *np_vm_ring_reserve(struct np_ring *r, unsigned char *data, uint32_t size,
-				  uint32_t len, uint64_t *head);
 #endif
