@@ -27,3 +27,15 @@ def ptrace_allowed():
             return f.read().strip() == "0" or os.geteuid() == 0
     except OSError:
         return True
+
+
+def clean_env():
+    """The environment the suites run nanoprobe in: no agent or preload
+    inherited from whoever runs the tests, no debuginfod look-ups over the
+    network, messages in the C locale so the tests can read them."""
+    env = dict(os.environ)
+    for name in ("NANOPROBE_AGENT", "LD_PRELOAD"):
+        env.pop(name, None)
+    env["DEBUGINFOD_URLS"] = ""
+    env["LC_ALL"] = "C"
+    return env

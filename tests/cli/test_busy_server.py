@@ -30,16 +30,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results  # noqa: E402
+from session import clean_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NANOPROBE = os.path.abspath(os.environ.get("NP_CLI") or
                             os.path.join(ROOT, "build/tools/nanoprobe/nanoprobe"))
 TIMEOUT = 120  # for one step; reaching it is a failure, never a measure
 SESSIONS = 4
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
+ENV = clean_env()
 
 R = Results()
 

@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results, run_cases  # noqa: E402
-from session import ptrace_allowed, session_ready  # noqa: E402
+from session import clean_env, ptrace_allowed, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 
@@ -69,11 +69,7 @@ TIMEOUT = 60  # for one command; reaching it is a failure, never a measure
 
 # The environment every command runs in: no agent or preload from outside,
 # and no debuginfod server asked for libc's debug file.
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
-ENV["LC_ALL"] = "C"
+ENV = clean_env()
 
 # --------------------------------------------------------------------------
 # Results

@@ -34,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results  # noqa: E402
+from session import clean_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -45,11 +46,7 @@ KINDS = ["nanosleep", "clock_nanosleep", "epoll_wait-timeout", "epoll_wait", "po
          "poll", "select-timeout", "select", "futex-timeout", "futex", "sigtimedwait",
          "sigwaitinfo", "read", "sigsuspend"]
 
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
-ENV["LC_ALL"] = "C"
+ENV = clean_env()
 
 R = Results()
 

@@ -27,18 +27,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results, run_cases  # noqa: E402
-from session import ptrace_allowed, session_ready  # noqa: E402
+from session import clean_env, ptrace_allowed, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
 FORKER = os.environ.get("NP_PROG_FORKER") or os.path.join(BUILD, "tests/cli/forker")
 STATIC = os.environ.get("NP_PROG_STATIC", os.path.join(BUILD, "tests/cli/static_hello"))
 TIMEOUT = 60
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
-ENV["LC_ALL"] = "C"
+ENV = clean_env()
 
 R = Results()
 CASES = []

@@ -27,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results, run_cases  # noqa: E402
-from session import ptrace_allowed, session_ready  # noqa: E402
+from session import clean_env, ptrace_allowed, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
@@ -35,11 +35,7 @@ USDT = os.environ.get("NP_PROG_USDT") or os.path.join(BUILD, "tests/cli/usdt")
 LIB = os.environ.get("NP_USDT_LIB") or os.path.join(BUILD, "tests/cli/libusdt_lib.so")
 COUNTER = os.environ.get("NP_PROG_COUNTER") or os.path.join(BUILD, "tests/cli/counter")
 TIMEOUT = 60
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
-ENV["LC_ALL"] = "C"
+ENV = clean_env()
 
 R = Results()
 CASES = []

@@ -22,17 +22,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Results  # noqa: E402
-from session import session_ready  # noqa: E402
+from session import clean_env, session_ready  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("NP_BUILD_DIR", os.path.join(ROOT, "build"))
 NANOPROBE = os.environ.get("NP_CLI") or os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
 WATCHED = os.environ.get("NP_PROG_WATCHED") or os.path.join(BUILD, "tests/cli/watched")
 TIMEOUT = 60
-ENV = dict(os.environ)
-for _v in ("NANOPROBE_AGENT", "LD_PRELOAD"):
-    ENV.pop(_v, None)
-ENV["DEBUGINFOD_URLS"] = ""
-ENV["LC_ALL"] = "C"
+ENV = clean_env()
 
 R = Results()
 # A sanitizer build pads every global with a red zone, which its symbol's
