@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdexcept>
 
+#include "cxx_frames.h"
 #include "e2e.h"
 extern "C" {
 #include "test.h"
@@ -20,63 +21,17 @@ extern "C" {
 
 namespace {
 
-int dtors;
-struct Guard {
-	~Guard() { dtors++; }
-};
-
-int cx_thrower(int n, bool do_throw);
-int cx_middle(int n, bool do_throw);
-int cx_catcher(int n, bool do_throw);
-int (*volatile cx_thrower_p)(int, bool) = cx_thrower;
-int (*volatile cx_middle_p)(int, bool) = cx_middle;
-int (*volatile cx_catcher_p)(int, bool) = cx_catcher;
-
-// 1 + depth if it returns; throws from the innermost frame if asked.
-E2E_NOIPA int cx_thrower(int n, bool do_throw)
-{
-	Guard g;
-	if (n == 0) {
-		if (do_throw)
-			throw std::runtime_error("boom");
-		return 1;
-	}
-	return 1 + cx_thrower_p(n - 1, do_throw);
-}
-
-// Neither throws nor catches: only unwound through.
-E2E_NOIPA int cx_middle(int n, bool do_throw)
-{
-	Guard g;
-	return cx_thrower_p(n, do_throw) + 100;
-}
+int catcher(int n, bool do_throw);
+int (*volatile catcher_p)(int, bool) = catcher;
 
 // Catches what the frames below throw and returns normally.
-E2E_NOIPA int cx_catcher(int n, bool do_throw)
+E2E_NOIPA int catcher(int n, bool do_throw)
 {
 	try {
-		return cx_middle_p(n, do_throw);
+		return middle_p(n, do_throw);
 	} catch (const std::runtime_error &) {
 		return -1;
 	}
-}
-
-struct rets {
-	unsigned entries, returns;
-	int last;
-};
-
-void on_entry(struct np_ctx *, void *data)
-{
-	static_cast<rets *>(data)->entries++;
-}
-
-void on_return(struct np_ctx *ctx, void *data)
-{
-	rets *r = static_cast<rets *>(data);
-
-	r->returns++;
-	r->last = (int)(uint32_t)np_ctx_retval(ctx);
 }
 
 struct probes {
@@ -85,7 +40,7 @@ struct probes {
 
 	explicit probes(enum np_strategy s)
 	{
-		void *fn[3] = {(void *)cx_thrower, (void *)cx_middle, (void *)cx_catcher};
+		void *fn[3] = {(void *)thrower, (void *)middle, (void *)catcher};
 
 		memset(r, 0, sizeof r);
 		for (int i = 0; i < 3; i++) {
@@ -127,7 +82,7 @@ TEST(cxx_exception_through_probed_frames_reaches_its_catch)
 		for (int i = 0; i < 200; i++) {
 			pr.reset();
 			dtors = 0;
-			if (cx_catcher_p(5, true) != -1)
+			if (catcher_p(5, true) != -1)
 				bad++;
 			if (dtors != 7) // six thrower frames and the middle one
 				bad++;
@@ -163,10 +118,10 @@ TEST(cxx_probed_calls_after_exceptions_return_through_the_right_entries)
 
 		for (int i = 0; i < 200; i++) {
 			pr.reset();
-			CHECK_EQ(cx_catcher_p(3, true), (uint64_t)-1);
+			CHECK_EQ(catcher_p(3, true), (uint64_t)-1);
 			pr.reset();
 			dtors = 0;
-			if (cx_catcher_p(5, false) != 106 || dtors != 7)
+			if (catcher_p(5, false) != 106 || dtors != 7)
 				bad++;
 			if (pr.r[0].returns != 6 || pr.r[0].last != 6 || pr.r[1].returns != 1 ||
 			    pr.r[1].last != 106 || pr.r[2].returns != 1 || pr.r[2].last != 106)
@@ -185,14 +140,14 @@ TEST(cxx_exception_leaving_every_probed_frame_reaches_an_unprobed_catch)
 
 		dtors = 0;
 		try {
-			cx_middle_p(4, true);
+			middle_p(4, true);
 		} catch (const std::runtime_error &e) {
 			caught = strcmp(e.what(), "boom") == 0;
 		}
 		CHECK(caught);
 		CHECK_EQ(dtors, 6);
 		CHECK_EQ(pr.r[0].returns + pr.r[1].returns, 0);
-		CHECK_EQ(cx_middle_p(2, false), 103); // and the next call is right
+		CHECK_EQ(middle_p(2, false), 103); // and the next call is right
 		CHECK_EQ(pr.r[1].last, 103);
 	}
 }

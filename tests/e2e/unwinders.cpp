@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <unwind.h>
 
+#include "cxx_frames.h"
 #include "e2e.h"
 extern "C" {
 #include "test.h"
@@ -26,38 +27,10 @@ extern "C" {
 
 namespace {
 
-int dtors;
-struct Guard {
-	~Guard() { dtors++; }
-};
-
-int thrower(int n, bool do_throw);
-int middle(int n, bool do_throw);
 int catcher(int n, bool do_throw);
 int rethrower(int n, bool do_throw);
-int (*volatile thrower_p)(int, bool) = thrower;
-int (*volatile middle_p)(int, bool) = middle;
 int (*volatile catcher_p)(int, bool) = catcher;
 int (*volatile rethrower_p)(int, bool) = rethrower;
-
-// 1 + depth if it returns; throws from the innermost frame if asked.
-E2E_NOIPA int thrower(int n, bool do_throw)
-{
-	Guard g;
-	if (n == 0) {
-		if (do_throw)
-			throw std::runtime_error("boom");
-		return 1;
-	}
-	return 1 + thrower_p(n - 1, do_throw);
-}
-
-// Unwound through: a destructor to run, no handler.
-E2E_NOIPA int middle(int n, bool do_throw)
-{
-	Guard g;
-	return thrower_p(n, do_throw) + 100;
-}
 
 // Catches, cleans up, and throws the same exception on.
 E2E_NOIPA int rethrower(int n, bool do_throw)
@@ -78,24 +51,6 @@ E2E_NOIPA int catcher(int n, bool do_throw)
 	} catch (const std::runtime_error &e) {
 		return strcmp(e.what(), "boom") == 0 ? -1 : -2;
 	}
-}
-
-struct rets {
-	unsigned entries, returns;
-	int last;
-};
-
-void on_entry(struct np_ctx *, void *data)
-{
-	static_cast<rets *>(data)->entries++;
-}
-
-void on_return(struct np_ctx *ctx, void *data)
-{
-	rets *r = static_cast<rets *>(data);
-
-	r->returns++;
-	r->last = (int)(uint32_t)np_ctx_retval(ctx);
 }
 
 const enum np_strategy strategies[] = {NP_STRATEGY_AUTO, NP_STRATEGY_TRAP};
@@ -203,7 +158,6 @@ TEST(an_exception_leaving_every_probed_frame_reaches_an_unprobed_catch)
 // ---- backtrace() under return probes ----------------------------------------
 
 namespace {
-
 int bt_depth;
 void *bt_frames[64];
 
@@ -280,7 +234,6 @@ TEST(backtrace_inside_probed_frames_shows_the_frames_it_shows_without_probes)
 // ---- through a probed library function ---------------------------------------
 
 namespace {
-
 int throwing_compare(const void *a, const void *b)
 {
 	if (*static_cast<const int *>(a) == 3 || *static_cast<const int *>(b) == 3)
