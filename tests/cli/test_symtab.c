@@ -153,6 +153,28 @@ TEST(split_debug_file_found_by_build_id_matches_full_copy)
 	np_symtab_free(&ref);
 }
 
+/* With MiniDebugInfo and a split debug file both there, libdwfl reads the
+ * debug file's .symtab and not .gnu_debugdata: the symbols say so. (Only
+ * this case opens the debug file's DWARF, to tell the two apart: the
+ * cost of inflating it is not paid for a file without MiniDebugInfo.) */
+TEST(minidebuginfo_copy_with_a_split_debug_file_reads_the_debug_file)
+{
+	struct np_symtab ref, st;
+	char dir[64];
+	REQUIRE(load("", &ref) == 0 && place_debug_file(dir, sizeof(dir)) == 0);
+	setenv("NANOPROBE_DEBUGINFO_PATH", dir, 1);
+	int ret = load(".mini", &st);
+	unsetenv("NANOPROBE_DEBUGINFO_PATH");
+	remove_debug_dir(dir);
+	REQUIRE(ret == 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		check_same_function(&ref, &st, names[i], "mini + debug file");
+	CHECK_EQ(np_symtab_find(&st, "np_fx_sum")->source, NP_SYM_DEBUGFILE);
+	CHECK(!(st.sources & NP_SYM_MINIDEBUG));
+	np_symtab_free(&st);
+	np_symtab_free(&ref);
+}
+
 TEST(stripped_copy_bounds_unexported_functions_from_eh_frame)
 {
 	struct np_symtab ref, st;
@@ -388,6 +410,23 @@ TEST(versioned_symbols_are_found_by_their_plain_name)
 			CHECK_STR(st.syms[i].name, "(no version suffix)");
 			break;
 		}
+	np_symtab_free(&st);
+}
+
+/* libc's local functions are only in its separate debug file (libc6-dbg,
+ * which make deps installs): found there, with the exports of .dynsym. */
+TEST(libc_local_functions_come_from_its_debug_file)
+{
+	char path[512], err[256];
+	struct np_symtab st;
+	CHECK_EQ(np_resolve_path("c", 0, path, sizeof(path), err, sizeof(err)), 0);
+	REQUIRE(np_symtab_load(path, &st, err, sizeof(err)) == 0);
+	const struct np_sym *s = np_symtab_find(&st, "_int_malloc");
+	CHECK(s && s->source == NP_SYM_DEBUGFILE && s->size > 0);
+	const struct np_sym **m = NULL;
+	size_t n = np_symtab_match(&st, "malloc", &m);
+	CHECK(n == 1 && m[0]->size > 0);
+	free(m);
 	np_symtab_free(&st);
 }
 

@@ -214,7 +214,11 @@ static void find_origins(Dwfl_Module *mod, Elf *own, struct origin *o)
 	o->main_symtab = has_section_type(own, SHT_SYMTAB);
 	o->minidebug = find_section(own, ".gnu_debugdata", &sh) != NULL;
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
-	if (debugfile) {
+	/* Opening the DWARF tells the debug file's Elf from MiniDebugInfo's,
+	 * and costs a decompression of every compressed .debug_* section
+	 * (libc6-dbg's: most of a second's inflate): only when the file has
+	 * MiniDebugInfo to tell apart (source_of) */
+	if (debugfile && o->minidebug) {
 		Dwarf *dw = dwfl_module_getdwarf(mod, &dbias);
 		o->debug = dw ? dwarf_getelf(dw) : NULL;
 	}
