@@ -19,6 +19,7 @@
  * ET_DYN module at some offline base, which is subtracted again here.
  */
 #include "symtab.h"
+#include "ldcache.h"
 #include "suggest.h"
 
 #include "demangle.h"
@@ -928,49 +929,70 @@ static int from_maps(const char *name, pid_t pid, char *out, size_t outlen)
 	return ret;
 }
 
+/* The library an entry of the loader's cache gives for name: the first
+ * for the host's ABI, else the first of any (better than none). */
+struct ldcache_pick {
+	const char *name;
+	char host[PATH_MAX], other[PATH_MAX];
+};
+
+static int pick_entry(const struct np_ldcache_entry *e, void *arg)
+{
+	struct ldcache_pick *p = arg;
+	if (!lib_match(e->soname, p->name))
+		return 0;
+	if (!HOST_ABI_TAG || strstr(e->tags, HOST_ABI_TAG))
+		return snprintf(p->host, sizeof(p->host), "%s", e->path), 1;
+	if (!p->other[0])
+		snprintf(p->other, sizeof(p->other), "%s", e->path);
+	return 0;
+}
+
 /* One line of `ldconfig -p`: "\tlibc.so.6 (libc6,x86-64) => /lib/.../libc.so.6". */
-static bool parse_ldconfig_line(char *line, const char **soname, const char **tags,
-				const char **path)
+static bool parse_ldconfig_line(char *line, struct np_ldcache_entry *e)
 {
 	char *open = strstr(line, " ("), *arrow = strstr(line, ") => ");
 	if (line[0] != '\t' || !open || !arrow || arrow < open)
 		return false;
 	*open = *arrow = '\0';
 	arrow[5 + strcspn(arrow + 5, "\n")] = '\0';
-	*soname = line + 1;
-	*tags = open + 2;
-	*path = arrow + 5;
+	e->soname = line + 1;
+	snprintf(e->tags, sizeof(e->tags), "%s", open + 2);
+	e->path = arrow + 5;
 	return true;
 }
 
-static FILE *run_ldconfig(void)
+/* The cache as ldconfig lists it, for a file ldcache.c does not read. */
+static int ldconfig_each(int (*fn)(const struct np_ldcache_entry *, void *), void *arg)
 {
 	/* /sbin is not always in PATH; ldconfig lives there on every distro */
-	return popen(access("/sbin/ldconfig", X_OK) == 0 ? "/sbin/ldconfig -p 2>/dev/null"
-							 : "ldconfig -p 2>/dev/null",
-		     "re");
-}
-
-static int from_ldcache(const char *name, char *out, size_t outlen)
-{
-	FILE *f = run_ldconfig();
+	FILE *f = popen(access("/sbin/ldconfig", X_OK) == 0 ? "/sbin/ldconfig -p 2>/dev/null"
+							    : "ldconfig -p 2>/dev/null",
+			"re");
 	if (!f)
 		return -ENOENT;
-	char line[PATH_MAX + 256], other[PATH_MAX] = "";
-	const char *soname, *tags, *path;
-	int ret = -ENOENT;
-	while (ret == -ENOENT && fgets(line, sizeof(line), f)) {
-		if (!parse_ldconfig_line(line, &soname, &tags, &path) || !lib_match(soname, name))
-			continue;
-		if (!HOST_ABI_TAG || strstr(tags, HOST_ABI_TAG))
-			ret = set_out(path, out, outlen);
-		else if (!other[0])
-			snprintf(other, sizeof(other), "%s", path);
-	}
+	char line[PATH_MAX + 256];
+	struct np_ldcache_entry e;
+	while (fgets(line, sizeof(line), f))
+		if (parse_ldconfig_line(line, &e) && fn(&e, arg))
+			break;
 	pclose(f);
-	if (ret == -ENOENT && other[0])
-		ret = set_out(other, out, outlen); /* another ABI's: better than none */
-	return ret;
+	return 0;
+}
+
+/* The loader's cache, read directly (no shell, no ldconfig: two processes
+ * per name before the traced program starts); ldconfig itself only for a
+ * file that reader does not know or trust. */
+static int from_ldcache(const char *name, char *out, size_t outlen)
+{
+	struct ldcache_pick p = {.name = name};
+	if (np_ldcache_each(NP_LDCACHE_FILE, pick_entry, &p) < 0) {
+		p = (struct ldcache_pick){.name = name};
+		ldconfig_each(pick_entry, &p);
+	}
+	if (p.host[0])
+		return set_out(p.host, out, outlen);
+	return p.other[0] ? set_out(p.other, out, outlen) : -ENOENT;
 }
 
 static int from_path_env(const char *name, char *out, size_t outlen)

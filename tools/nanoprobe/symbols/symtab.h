@@ -101,8 +101,8 @@ uint64_t np_symtab_limit(const struct np_symtab *st, const struct np_sym *s);
  *   - a name containing '/' is taken as is (made absolute);
  *   - a library short name ("c", "libc", "libc.so.6", "pthread", "m"): first
  *     the target's own mappings (/proc/PID/maps, when pid > 0), then the
- *     loader's cache (ld.so.cache, through `ldconfig -p`), then for pid > 0
- *     nothing else;
+ *     loader's cache (ld.so.cache, read as `ldconfig -p` lists it, by
+ *     ldcache.c), then for pid > 0 nothing else;
  *   - otherwise a program found in $PATH.
  * 0, or -ENOENT with a reason in err.
  */
