@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session/consume.h"
@@ -20,7 +21,9 @@ struct fixture {
 	struct probe_set set;
 	struct totals totals;
 	struct consumer c;
-	struct np_ring *ring;
+	struct np_shm_header *shm; /* as the agent maps it */
+	size_t size;
+	struct np_ring *ring; /* the ring put() writes */
 	unsigned char *data;
 	int fd;
 	/* what the consumer handed on */
@@ -40,32 +43,45 @@ static void make_probes(struct probe_set *set)
 	set->p[1].m.args[0].type = NP_FT_STRING;
 }
 
-/* Shared memory laid out as the agent lays it out, one ring in use. */
-static void setup(struct fixture *f)
+/* A thread claims ring i, as the agent's ring_claim does: f->ring. */
+static void claim(struct fixture *f, uint32_t i)
 {
-	memset(f, 0, sizeof(*f));
-	f->hello = (struct np_msg_hello){NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
-					 NPROBES, 1, RING_BYTES, 1, 0, 0, 0, 0};
-	uint32_t stride = np_ring_stride(NPROBES, RING_BYTES);
-	size_t size = np_shm_size(NPROBES, 1, stride);
-	f->fd = memfd_create("test-rings", 0);
-	CHECK(f->fd >= 0 && ftruncate(f->fd, (off_t)size) == 0);
-	struct np_shm_header *h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-	*h = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
-				    .nprobes = NPROBES, .nrings = 1, .ring_bytes = RING_BYTES,
-				    .ring_stride = stride};
-	f->ring = np_shm_ring(h, NPROBES, stride, 0);
+	f->ring = np_shm_ring(f->shm, NPROBES, f->shm->ring_stride, i);
 	f->ring->state = NP_RING_OWNED;
 	f->ring->tid = getpid();
 	f->data = np_ring_data(f->ring, NPROBES);
+}
+
+/* Shared memory laid out as the agent lays it out, nrings rings, ring 0
+ * in use. */
+static void setup_rings(struct fixture *f, uint32_t nrings)
+{
+	memset(f, 0, sizeof(*f));
+	f->hello = (struct np_msg_hello){NP_MSG_HELLO, NP_PROTO_MAGIC, NP_PROTO_VERSION,
+					 NPROBES, nrings, RING_BYTES, 1, 0, 0, 0, 0};
+	uint32_t stride = np_ring_stride(NPROBES, RING_BYTES);
+	f->size = np_shm_size(NPROBES, nrings, stride);
+	f->fd = memfd_create("test-rings", 0);
+	CHECK(f->fd >= 0 && ftruncate(f->fd, (off_t)f->size) == 0);
+	f->shm = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
+	*f->shm = (struct np_shm_header){.magic = NP_PROTO_MAGIC, .version = NP_PROTO_VERSION,
+					 .nprobes = NPROBES, .nrings = nrings,
+					 .ring_bytes = RING_BYTES, .ring_stride = stride};
+	claim(f, 0);
 	make_probes(&f->set);
 	f->totals.counts = calloc(NPROBES, sizeof(uint64_t));
 	CHECK_EQ(consumer_open(&f->c, f->fd, &f->hello, &f->set, &f->totals), 0);
 }
 
+static void setup(struct fixture *f)
+{
+	setup_rings(f, 1);
+}
+
 static void teardown(struct fixture *f)
 {
 	consumer_close(&f->c);
+	munmap(f->shm, f->size);
 	close(f->fd);
 	free(f->set.p);
 	free(f->totals.counts);
@@ -216,6 +232,55 @@ TEST(shared_memory_whose_header_disagrees_with_hello_is_refused)
 	other = f.hello;
 	other.nrings = 1000; /* larger than the memory */
 	CHECK(consumer_open(&c, f.fd, &other, &f.set, &f.totals) != 0);
+	teardown(&f);
+}
+
+/* Pages of the memory the command holds (the memfd's allocated blocks). */
+static uint64_t pages_allocated(const struct fixture *f)
+{
+	struct stat st;
+	CHECK(fstat(f->fd, &st) == 0);
+	return (uint64_t)st.st_blocks * 512 / 4096;
+}
+
+/* A counting session has 4096 rings for a program that may use one: the
+ * command reads (and so allocates) none of those nobody touched. */
+TEST(rings_nobody_touched_are_not_allocated_by_the_command)
+{
+	struct fixture f;
+	setup_rings(&f, 4096);
+	np_ring_counts(f.ring)[1] = 3;
+	drain(&f);
+	struct totals now = {.counts = calloc(NPROBES, sizeof(uint64_t))};
+	consumer_totals(&f.c, &now);
+	CHECK_EQ(now.counts[1], 3);
+	/* the header's page, the missed counters' and ring 0's first */
+	CHECK(pages_allocated(&f) <= 8);
+	free(now.counts);
+	teardown(&f);
+}
+
+/* The rings in use need not be the first ones: a thread claims the lowest
+ * free ring, which may come after a gap, and later than the last drain. */
+TEST(a_ring_claimed_past_those_in_use_is_drained_and_counted)
+{
+	struct fixture f;
+	setup_rings(&f, 512);
+	put_number(&f, 1);
+	drain(&f);
+	CHECK_EQ(f.events, 1);
+	claim(&f, 300);
+	np_ring_counts(f.ring)[0] = 7;
+	put_number(&f, 300);
+	claim(&f, 511); /* the last ring */
+	np_ring_counts(f.ring)[0] = 11;
+	put_number(&f, 511);
+	drain(&f);
+	CHECK_EQ(f.events, 3);
+	struct totals now = {.counts = calloc(NPROBES, sizeof(uint64_t))};
+	consumer_totals(&f.c, &now);
+	CHECK_EQ(now.counts[0], 18);
+	free(now.counts);
 	teardown(&f);
 }
 

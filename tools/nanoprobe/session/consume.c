@@ -46,6 +46,7 @@ int consumer_open(struct consumer *c, int fd, const struct np_msg_hello *h,
 	c->size = np_shm_size(c->nprobes, c->nrings, c->stride) +
 		  (h->script_len ? session_script_bytes : 0);
 	c->set = set;
+	c->fd = fd;
 	c->hists = h->hists;
 	c->totals = t;
 	if (fstat(fd, &st) || (size_t)st.st_size < c->size)
@@ -69,6 +70,37 @@ void consumer_close(struct consumer *c)
 	if (c->shm)
 		munmap(c->shm, c->size);
 	c->shm = NULL;
+}
+
+/* --- rings nobody touched ------------------------------------------------
+ * A session has thousands of rings (session.c: 4096 when counting, 1024
+ * of 256 KiB for events), for the threads a program may have at once. A
+ * ring's state is in its first page, and reading it would make the kernel
+ * allocate and clear that page of the memfd: 16 MiB for one thread's
+ * program on the first drain, most of what the command spent to start.
+ * A page that no process touched is a hole of the memfd and reads as
+ * zeros, NP_RING_FREE: there is nothing to read there. lseek(SEEK_DATA)
+ * finds the first page past an offset that is not a hole (a page swapped
+ * out counts as data), so the rings past the last one seen touched cost
+ * one call per drain. Rings below it are read as before: agents claim the
+ * lowest free ring, so in practice those are the ones in use. (lseek moves
+ * the file position the agents share with this descriptor; they only map
+ * the memory.) */
+
+static uint32_t rings_in_reach(const struct consumer *c)
+{
+	size_t base = np_shm_rings_offset(c->nprobes);
+	uint32_t reach = c->reach;
+	while (c->shm && reach < c->nrings) {
+		off_t pos = lseek(c->fd, (off_t)(base + (size_t)reach * c->stride), SEEK_DATA);
+		if (pos < 0) /* ENXIO: all holes past it; else we cannot tell: read all */
+			return errno == ENXIO ? reach : c->nrings;
+		uint64_t ring = ((uint64_t)pos - base) / c->stride;
+		if (ring >= c->nrings)
+			break; /* data past the rings: a script's shared area */
+		reach = (uint32_t)ring + 1;
+	}
+	return reach;
 }
 
 /* --- records ------------------------------------------------------------- */
@@ -271,7 +303,8 @@ void consumer_totals(const struct consumer *c, struct totals *now)
 	now->drops = f->drops;
 	now->corrupt = f->corrupt;
 	/* a free ring holds nothing: reap_ring folded it and zeroed it */
-	for (uint32_t i = 0; c->shm && i < c->nrings; i++)
+	uint32_t reach = rings_in_reach(c);
+	for (uint32_t i = 0; c->shm && i < reach; i++)
 		if (__atomic_load_n(&ring_at(c, i)->state, __ATOMIC_ACQUIRE) != NP_RING_FREE)
 			ring_add(c, ring_at(c, i), now);
 	now->no_ring = f->no_ring + (c->shm ? c->shm->no_ring : 0);
@@ -325,7 +358,8 @@ static bool thread_gone(int tid)
 
 void consumer_drain(struct consumer *c, const struct session_ops *ops, bool reap)
 {
-	for (uint32_t i = 0; c->shm && i < c->nrings; i++) {
+	c->reach = rings_in_reach(c);
+	for (uint32_t i = 0; c->shm && i < c->reach; i++) {
 		struct np_ring *r = ring_at(c, i);
 		uint32_t state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
 		if (state == NP_RING_FREE)

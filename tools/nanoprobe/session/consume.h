@@ -8,6 +8,10 @@
 struct consumer {
 	struct np_shm_header *shm;
 	size_t size;
+	int fd; /* the memory's memfd (the caller's) */
+	/* rings from this one on were never touched: holes of the memfd,
+	 * FREE (consume.c, rings_in_reach) */
+	uint32_t reach;
 	uint32_t nprobes, nrings, ring_bytes, stride;
 	const struct probe_set *set;
 	struct totals *totals; /* folded in from rings of threads that ended */
