@@ -688,17 +688,21 @@ static const char *why_not_joined(const struct tree *tr, const char *exe)
 
 /* Execs whose image has not joined within EXEC_GRACE_MS (all: now), said.
  * An exec that failed (a search through $PATH tries several) in a process
- * that has gone ran nothing. */
+ * that has gone ran nothing. A process that announced no exec and is dead
+ * now is settled at once: its agent's socket closed as it exited (the
+ * kernel closes files before the process becomes a zombie, so it looked
+ * alive then), and waiting would only keep the session a second longer
+ * to drop it just the same. */
 static void check_gone(struct tree *tr, bool all)
 {
 	uint64_t t = now_ms();
 	for (size_t i = 0; i < tr->ngone; i++) {
 		struct gone *g = &tr->gone[i];
-		if (!all && t - g->since < EXEC_GRACE_MS)
+		bool lives = alive(g->pid);
+		if (!all && t - g->since < EXEC_GRACE_MS && (lives || g->path[0]))
 			continue;
 		char exe[256];
 		snprintf(exe, sizeof(exe), "%s", g->path);
-		bool lives = alive(g->pid);
 		if (lives && !exe[0])
 			exe_of(g->pid, exe, sizeof(exe));
 		if (lives || (exe[0] && access(exe, X_OK) == 0))
