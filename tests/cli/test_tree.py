@@ -243,6 +243,35 @@ def a_note_read_after_its_sender_went_is_said():
 
 
 
+@case
+def a_fork_read_after_its_child_went_is_taken():
+    """A forked child's agent joins, the child execs a program that cannot
+    take the agent (-p), which ends, and is reaped, all while nanoprobe is
+    stopped: the JOIN is read when the child's /proc is gone. It was
+    refused then, and the exec's note behind it on the same connection
+    lost: the program went unsaid."""
+    if not ptrace_allowed():
+        R.skip("-p", "ptrace of non-children is not allowed here (yama)")
+        return
+    srv = Serve()
+    try:
+        proc, ready = attach(srv.pid)
+        if not R.check(ready, "session set up"):
+            proc.kill()
+            return
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            execd = ran(srv.ask("exec-late 2"))
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        out, err = end(proc)
+        pid = max(execd)
+        R.check(any(f"process {pid} " in l for l in untraced_lines(err)),
+                f"the program exec'd as {pid} said untraced", f"{out}\n{err}")
+    finally:
+        srv.close()
+
+
 def attach(*pids, extra=()):
     args = [NANOPROBE, "run", "-e", PER_PID, *extra]
     for pid in pids:

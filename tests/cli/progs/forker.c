@@ -14,6 +14,9 @@
  *     vfork    vfork() + exec of this program ("leaf N")
  *     spawn    posix_spawn() of this program
  *     exec     fork() + exec of this program
+ *     exec-late  the same, once the child has as many sockets open as its
+ *              parent had (an agent's child has connected again: it closes
+ *              its copy of the parent's connection), and 50 ms more
  *     system   system("PROG leaf N") through the shell
  *     chain    fork() + exec of this program as "chain N-1", N generations deep
  *     threads  fork() from a thread while another thread runs (1000 calls
@@ -24,6 +27,7 @@
  *   forker leaf N          N calls, nothing else
  *   forker --serve         a line "MODE N [PROG]" does that, answers "done"
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <spawn.h>
@@ -59,6 +63,22 @@ static void exec_self(const char *mode, long n)
 	_exit(127);
 }
 
+/* The sockets among this process's descriptors. */
+static int sockets(void)
+{
+	char path[300], link[64];
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t len = readlink(path, link, sizeof(link) - 1);
+		n += len > 7 && !strncmp(link, "socket:", 7);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void *spin(void *arg)
 {
 	(void)arg;
@@ -90,6 +110,14 @@ static pid_t child_of(const char *mode, long n, const char *prog)
 		char *argv[] = {self, "leaf", num, NULL};
 		if (posix_spawn(&c, self, NULL, NULL, argv, environ))
 			c = -1;
+	} else if (!strcmp(mode, "exec-late")) {
+		int had = sockets();
+		if ((c = fork()) == 0) {
+			for (int i = 0; i < 5000 && sockets() < had; i++)
+				usleep(1000);
+			usleep(50000);
+			exec_self("leaf", n);
+		}
 	} else if (!strcmp(mode, "exec") || !strcmp(mode, "chain")) {
 		if (!strcmp(mode, "chain") && n <= 1)
 			return -1;

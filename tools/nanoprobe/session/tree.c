@@ -592,11 +592,15 @@ static void conn_closed(struct tree *tr, struct conn *c);
 
 /* A JOIN from our tree. A note (an exec to come, a process not followed)
  * may be read after its sender exited and was reaped: its own ancestry is
- * gone from /proc then, so the parent it named answers. */
+ * gone from /proc then, so the parent it named answers. So may a forked
+ * child's JOIN: the child may exec at once, and the program it runs end,
+ * before the JOIN is read; the exec's note waits behind it on the same
+ * connection. */
 static bool join_ours(const struct tree *tr, const struct np_msg_join *j)
 {
-	bool note = j->kind == NP_JOIN_UNTRACED || j->kind == NP_JOIN_EXEC;
-	return belongs(tr, j->pid) || (note && belongs(tr, j->ppid));
+	bool may_be_gone = j->kind == NP_JOIN_UNTRACED || j->kind == NP_JOIN_EXEC ||
+			   j->kind == NP_JOIN_FORK;
+	return belongs(tr, j->pid) || (may_be_gone && belongs(tr, j->ppid));
 }
 
 static int accept_one(struct tree *tr, char *err, size_t errlen)
