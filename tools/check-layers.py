@@ -44,7 +44,7 @@ RULES = {
     "src/host": ("arch/", "host/", "core/internal.h", "core/nolibc.h", "core/pieces.h"),
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
     "src/agent": ("agent/", "arch/", "host/host.h", "core/nolibc.h", "core/clock.h",
-                  "nanoprobe/"),
+                  "core/fork.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
                         "nanoprobe/", "bench/", "inject/", "output/", "script/", "session/",
                         "symbols/", "verbs/"),

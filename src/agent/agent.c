@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/script.h"
 #include "core/clock.h"
+#include "core/fork.h"
 #include "core/internal.h" /* np_fd_move_high */
 
 #include <dlfcn.h>
@@ -38,7 +39,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-struct agent np_agent = {.sock = -1, .shm_fd = -1, .wake_fd = -1,
+struct agent np_agent = {.sock = -1, .shm_fd = -1, .wake_fd = -1, .gen_word = &np_agent.gen,
 			 .lock = PTHREAD_MUTEX_INITIALIZER};
 volatile int np_agent_live = 1;
 
@@ -406,10 +407,11 @@ static int session_setup(int fd)
 	if (np_agent.wake_fd < 0)
 		return -errno;
 	np_agent.pid = getpid();
+	np_agent.copy = false;
 	np_agent.timed = session_timed();
 	if (np_agent.timed)
 		np_clock_begin(h.clock != NP_CLOCK_VDSO);
-	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE);
+	np_agent_new_gen();
 	pthread_mutex_lock(&np_agent.lock);
 	int pending = np_agent_attach_pending();
 	pthread_mutex_unlock(&np_agent.lock);
@@ -590,6 +592,11 @@ static void watch_forks(void)
 {
 	np_engine_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	uint32_t *word = np_fork_wiped_word(); /* before any probe: copy.c */
+	if (word) {
+		*word = np_agent.gen;
+		np_agent.gen_word = word;
+	}
 }
 
 bool np_agent_session_live(void)
@@ -652,7 +659,13 @@ static int start_thread(const char *name)
 
 bool np_agent_in_session_process(void)
 {
-	return np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) == np_agent.pid;
+	return np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ==
+	       __atomic_load_n(&np_agent.pid, __ATOMIC_RELAXED);
+}
+
+bool np_agent_served(void)
+{
+	return np_agent_in_session_process() && !__atomic_load_n(&np_agent.copy, __ATOMIC_RELAXED);
 }
 
 

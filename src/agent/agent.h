@@ -35,11 +35,19 @@ struct agent {
 	struct np_shm_header *shm;
 	size_t shm_size;
 	int shm_fd;
-	uint32_t gen;           /* bumped per session: stale TLS ring pointers */
+	uint32_t gen;           /* the last generation given (np_agent_new_gen) */
+	uint32_t *gen_word;     /* the generation now, for the hit path: a new
+				 * one per session and per process voids the
+				 * threads' ring pointers. The engine's word
+				 * that a copy of the process finds empty
+				 * (core/fork.h; copy.c), else gen itself */
 	int pid;                /* the process the session is with: a child of
 				 * it (fork, vfork) records nothing and asks
 				 * the control thread, which is not there,
 				 * for nothing */
+	bool copy;              /* a copy made without fork's handlers: it
+				 * records, but no thread of the agent's
+				 * serves it (copy.c) */
 	uint32_t hist_unit;     /* ns per latency histogram unit */
 	bool timed;             /* a probe reads the clock: core/clock.c calibrates */
 	uint64_t hist_off;      /* a ring's histograms from its start, 0: none */
@@ -78,6 +86,19 @@ void np_agent_missed_baseline(void);
 void np_agent_thread_setup(void);
 /* A session with a command is live in this process. */
 bool np_agent_session_live(void);
+
+/* copy.c, on the hit path: a new generation of the session (0 is never
+ * one); a note to the command on a connection of its own (enum
+ * np_join_kind), made with raw system calls (0 or -errno), waiting for
+ * room in the command's backlog or not; the first hit of a copy of the
+ * process that no fork handler prepared (its generation word empty):
+ * the generation the hit is to use. */
+uint32_t np_agent_new_gen(void);
+int np_agent_note(uint32_t kind, const char *exe, bool wait);
+uint32_t np_agent_adopt_copy(void);
+/* This process has a thread of the agent's that serves its session: not
+ * a vfork child, not a copy (copy.c). */
+bool np_agent_served(void);
 
 /* follow.c: what a forked child does with the session it inherits; the
  * command told of every exec (internal probes on execve, execveat). */

@@ -74,28 +74,6 @@
  */
 static struct np_probe *exec_hooks[5];
 
-/* A forked child whose thread has not connected yet (or does not follow)
- * says it on a connection of its own, made and closed here. */
-static void exec_join(const char *path)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	struct np_msg_join j = {.type = NP_MSG_JOIN, .kind = NP_JOIN_EXEC};
-	size_t n = 0;
-	while (n < sizeof(a.sun_path) - 1 && np_agent_session_name[n])
-		a.sun_path[1 + n] = np_agent_session_name[n], n++; /* abstract */
-	for (size_t i = 0; i < sizeof(j.exe) - 1 && path[i]; i++)
-		j.exe[i] = path[i];
-	j.pid = (int32_t)np_host_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0);
-	j.ppid = (int32_t)np_host_syscall(SYS_getppid, 0, 0, 0, 0, 0, 0);
-	long fd = np_host_syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0, 0, 0);
-	if (fd < 0)
-		return;
-	if (np_host_syscall(SYS_connect, fd, (long)&a, (long)(sizeof(sa_family_t) + 1 + n), 0, 0,
-			    0) == 0)
-		np_host_syscall(SYS_sendto, fd, (long)&j, sizeof(j), MSG_NOSIGNAL, 0, 0);
-	np_host_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
-}
-
 static void on_exec(struct np_ctx *ctx, void *data)
 {
 	int sock = __atomic_load_n(&np_agent.sock, __ATOMIC_ACQUIRE);
@@ -106,8 +84,8 @@ static void on_exec(struct np_ctx *ctx, void *data)
 	uint64_t path = np_ctx_arg(ctx, (unsigned)(uintptr_t)data);
 	if (np_read_user_str(m.path, path, sizeof(m.path)) < 0)
 		m.path[0] = 0;
-	if (sock < 0)
-		exec_join(m.path);
+	if (sock < 0) /* a forked child whose thread has not connected yet */
+		np_agent_note(NP_JOIN_EXEC, m.path, true);
 	else
 		np_host_syscall(SYS_sendto, sock, (long)&m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT,
 				0, 0);
@@ -164,7 +142,8 @@ static void *forked_thread(void *arg)
 void np_agent_forked(void)
 {
 	struct np_shm_header *shm = np_agent.shm;
-	__atomic_fetch_add(&np_agent.gen, 1, __ATOMIC_RELEASE); /* no parent's ring */
+	np_agent_new_gen(); /* no parent's ring (and not empty: not a copy.c copy) */
+	np_agent.copy = false; /* a hit before the handlers ran may have taken it for one */
 	if (!np_agent_session_live() || !shm)
 		return; /* a clean copy: a later session may start here */
 	if (np_agent.sock >= 0)

@@ -69,6 +69,8 @@ static struct np_ring *ring_claim(struct np_shm_header *h)
 
 static __attribute__((noinline)) struct np_ring *ring_first(uint32_t gen)
 {
+	if (!gen) /* a copy of the process that no fork handler prepared */
+		gen = np_agent_adopt_copy();
 	struct np_shm_header *h = np_agent.shm;
 	if (!np_agent_live || !h)
 		return NULL;
@@ -93,7 +95,7 @@ static inline struct np_ring *ring_self(void)
 {
 	if (np_agent_busy)
 		return NULL;
-	uint32_t gen = __atomic_load_n(&np_agent.gen, __ATOMIC_ACQUIRE);
+	uint32_t gen = __atomic_load_n(np_agent.gen_word, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(tls_gen == gen && tls_ring != NULL, 1))
 		return tls_ring;
 	return ring_first(gen);

@@ -371,8 +371,9 @@ static void after_dl_call(struct np_ctx *ctx, void *data)
 {
 	/* A child's control thread is not there to serve it: its wake-up
 	 * would go to the parent's (the eventfd is shared), and its wait
-	 * would never end. Its new modules are not probed. */
-	if (!np_agent_in_session_process())
+	 * would never end. Its new modules are not probed. A copy that no
+	 * fork handler prepared (copy.c) has none either. */
+	if (!np_agent_served())
 		return;
 	__atomic_fetch_add(&hook_busy, 1, __ATOMIC_ACQ_REL);
 	uint32_t mine = __atomic_add_fetch(&req_asked, 1, __ATOMIC_ACQ_REL);

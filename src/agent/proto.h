@@ -73,6 +73,9 @@ enum np_join_kind {
 	NP_JOIN_UNTRACED,  /* a process the session does not follow: it says so and goes */
 	NP_JOIN_EXEC,      /* a process with no connection yet is about to exec exe (the
 			    * note of NP_MSG_EXEC, on a connection of its own) */
+	NP_JOIN_COPY,      /* a child made without fork's handlers (raw clone, clone3,
+			    * _Fork) records under its own pid from now on, served by
+			    * no agent thread: a note, on a connection of its own */
 };
 
 struct np_msg_join {

@@ -45,6 +45,7 @@
  * thread id.
  */
 #include "core/code_write.h"
+#include "core/fork.h"
 #include "core/internal.h"
 #include "core/nolibc.h"
 #include "core/tasks.h"
@@ -111,8 +112,13 @@ static bool lock_mine(void)
 
 /* --- whose memory this is --------------------------------------------------- */
 
-static _Atomic pid_t *owner_page; /* MADV_WIPEONFORK, or NULL: owner_pid */
-static _Atomic pid_t owner_pid;
+/* The page the kernel empties in a child (MADV_WIPEONFORK), or NULL:
+ * whose memory this is, and a word lent to the agent (core/fork.h). */
+static struct wiped {
+	_Atomic pid_t owner;
+	uint32_t lent;
+} *wiped;
+static _Atomic pid_t owner_pid; /* without the page */
 /* Without a page that works: is a child with another pid a copy? Under
  * qemu-user, which ignores MADV_WIPEONFORK and runs vfork as a fork, it
  * is; on a kernel without MADV_WIPEONFORK (before 4.14) it may share our
@@ -128,7 +134,12 @@ static pid_t getpid_raw(void)
 
 static _Atomic pid_t *owner(void)
 {
-	return owner_page ? owner_page : &owner_pid;
+	return wiped ? &wiped->owner : &owner_pid;
+}
+
+uint32_t *np_fork_wiped_word(void)
+{
+	return wiped ? &wiped->lent : NULL;
 }
 
 /* A child whose fork handlers did not run, with a copy of the memory? */
@@ -331,10 +342,10 @@ int np_fork_init(void)
 				: mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0 && wiped_on_fork(p))
-		owner_page = p;
+		wiped = p;
 	else if (p != MAP_FAILED)
 		munmap(p, (size_t)pg);
-	other_pid_is_copy = !owner_page && np_emulated();
+	other_pid_is_copy = !wiped && np_emulated();
 	atomic_store(owner(), getpid_raw());
 	int err = pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	return -err;

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Process trees: the children a traced program makes (fork, vfork,
 posix_spawn, fork+exec, system(), exec chains, a fork from a threaded
-process) keep their probes and report under their own pid, with -- CMD and
+process, and the copies no fork handler prepares: the clone and clone3
+system calls, glibc's _Fork) keep their probes and report under their own
+pid, with -- CMD and
 with -p; several -p make one session; --no-follow traces the process
 alone and says what it left out; a program that cannot take the agent (a
 static one, or any exec'd program of a -p session) is said to be
@@ -22,6 +24,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,6 +43,8 @@ R = Results()
 CASES = []
 PER_PID = f"uprobe:{FORKER}:add_item {{ @[pid] = count(); }}"
 MODES = ("fork", "vfork", "spawn", "exec", "system", "chain", "threads")
+RAW_MODES = ("clone", "clone3", "_Fork")  # no fork handler runs in the child
+NO_RAW = 3  # forker's status where this libc or kernel cannot make one that way
 
 
 def case(fn):
@@ -99,6 +104,82 @@ def every_way_of_making_a_child_is_followed():
         R.eq(untraced_lines(p.stderr), [], f"{mode}: nothing left out", describe(p))
 
 
+def raw_modes(p_of):
+    """(mode, run) for each way without fork's handlers that this machine has."""
+    for mode in RAW_MODES:
+        p = p_of(mode)
+        if p.returncode == NO_RAW and not ran(p.stdout):
+            R.skip(mode, "this libc or kernel cannot make a child that way")
+            continue
+        yield mode, p
+
+
+@case
+def a_child_made_without_fork_handlers_is_followed():
+    """clone, clone3 and _Fork run no pthread_atfork handler: the child's
+    first thread went on writing into its parent thread's buffer, and its
+    calls were counted under the parent's pid."""
+    for mode, p in raw_modes(lambda m: run([NANOPROBE, "run", "-e", PER_PID, "--", FORKER, m,
+                                            "3"])):
+        want = ran(p.stdout)
+        R.eq(p.returncode, 0, f"{mode}: exits 0", describe(p))
+        R.eq(len(want), 2, f"{mode}: a child ran", describe(p))
+        R.eq(counted(p.stdout), want, f"{mode}: every process, its own pid", describe(p))
+        R.eq(untraced_lines(p.stderr), [], f"{mode}: nothing left out", describe(p))
+    for mode, p in raw_modes(lambda m: run([NANOPROBE, "trace", "add_item", "--", FORKER, m,
+                                            "2"])):
+        events = re.findall(r"^\s*forker-(\d+)\s+\[", p.stdout, re.M)
+        R.eq(sorted(int(e) for e in events), sorted([min(ran(p.stdout))] +
+                                                    [max(ran(p.stdout))] * 2),
+             f"trace {mode}: the child's two calls under its pid", describe(p))
+
+
+@case
+def a_copy_without_following_is_counted_untraced():
+    for mode, p in raw_modes(lambda m: run([NANOPROBE, "run", "--no-follow", "-e", PER_PID,
+                                            "--", FORKER, m, "3"])):
+        R.eq(counted(p.stdout), {min(ran(p.stdout)): 1}, f"{mode}: the parent alone",
+             describe(p))
+        R.check(any("1 process the traced program forked was not traced" in l
+                    for l in untraced_lines(p.stderr)), f"{mode}: said", describe(p))
+
+
+@case
+def a_copy_that_outlives_its_parent_is_traced_to_its_end():
+    """Its parent exits at once; the copy calls once, sleeps, calls again."""
+    p = run([NANOPROBE, "run", "-e", PER_PID, "--", FORKER, "clone-linger", "1"])
+    R.eq(counted(p.stdout), ran(p.stdout), "both calls of the copy, under its pid",
+         describe(p))
+    R.eq(len(ran(p.stdout)), 2, "parent and copy", describe(p))
+
+
+@case
+def a_copy_that_outlives_the_session_is_said_to_keep_its_probes():
+    """No thread of the agent's runs in a copy: it cannot remove its probes
+    when the session ends (-d), and the session says so; its code still
+    holds them."""
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        # files, not pipes: the copy holds them after nanoprobe has gone
+        p = subprocess.Popen([NANOPROBE, "run", "-d", "1", "-e", PER_PID, "--", FORKER,
+                              "clone-linger", "30"], stdout=fo, stderr=fe, text=True, env=ENV,
+                             start_new_session=True)
+        p.wait(timeout=TIMEOUT)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    m = re.search(r"^child=(\d+)$", out, re.M)
+    child = int(m.group(1)) if m else -1
+    try:
+        R.check(m and any(f"process {child} (" in l and "keeps its probes" in l
+                          for l in err.splitlines()), "said", out + err)
+        if m:
+            now, orig = site_bytes(child)
+            R.check(now != orig, "and it does", out + err)
+    finally:
+        if m:
+            os.kill(child, signal.SIGKILL)
+
+
 @case
 def stacks_are_named_with_their_own_process_mappings():
     """A program the tree execs has its own layout: its stacks are named
@@ -109,7 +190,8 @@ def stacks_are_named_with_their_own_process_mappings():
     want = ran(p.stdout)
     R.eq({int(pid): int(n) for pid, _, n in stacks}, want, "a stack per process", describe(p))
     frames = [f.strip() for _, fs, _ in stacks for f in fs.splitlines()]
-    R.check(frames and all(f.startswith(("add_item+", "run+", "main+")) for f in frames),
+    R.check(frames and all(f.startswith(("add_item+", "items+", "run+", "main+"))
+                           for f in frames),
             "every frame named", describe(p))
 
 

@@ -21,9 +21,15 @@
  *     chain    fork() + exec of this program as "chain N-1", N generations deep
  *     threads  fork() from a thread while another thread runs (1000 calls
  *              more in the parent)
+ *     clone    the clone system call as fork makes it, called directly: no
+ *              fork handler runs (the child calls it itself)
+ *     clone3   the same with clone3 (exits 3 where the kernel has none)
+ *     _Fork    glibc's _Fork (2.34), which runs no fork handler either
  *     run      fork() + exec of PROG (no argument): a program of another kind
  *     linger   fork(); the child says "child=PID", sleeps N seconds, then calls
  *              add_item() once; not waited for
+ *     clone-linger  the same child made by the clone system call, which calls
+ *              add_item() once before it says "child=PID" as well
  *   forker leaf N          N calls, nothing else
  *   forker --serve         a line "MODE N [PROG]" does that, answers "done"
  */
@@ -34,6 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h> /* struct clone_args */
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +96,28 @@ static void *spin(void *arg)
 	return NULL;
 }
 
+/* A child made without fork's handlers (fork.c's clone, clone3, _Fork):
+ * -1 when this libc or kernel cannot make one that way. */
+static pid_t raw_child(const char *mode)
+{
+	if (!strcmp(mode, "clone"))
+		return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+#ifdef SYS_clone3
+	if (!strcmp(mode, "clone3")) {
+		struct clone_args a = {.exit_signal = SIGCHLD};
+		pid_t c = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+		if (c < 0)
+			exit(3);
+		return c;
+	}
+#endif
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+	if (!strcmp(mode, "_Fork"))
+		return _Fork();
+#endif
+	exit(3);
+}
+
 static pid_t child_of(const char *mode, long n, const char *prog)
 {
 	pid_t c = -1;
@@ -103,6 +134,11 @@ static pid_t child_of(const char *mode, long n, const char *prog)
 		}
 		if (threads)
 			pthread_join(t, NULL);
+	} else if (!strcmp(mode, "clone") || !strcmp(mode, "clone3") || !strcmp(mode, "_Fork")) {
+		if ((c = raw_child(mode)) == 0) {
+			items(n);
+			_exit(0);
+		}
 	} else if (!strcmp(mode, "vfork")) {
 		if ((c = vfork()) == 0)
 			exec_self("leaf", n);
@@ -126,8 +162,11 @@ static pid_t child_of(const char *mode, long n, const char *prog)
 	} else if (!strcmp(mode, "system")) {
 		snprintf(cmd, sizeof(cmd), "'%s' leaf %ld", self, n);
 		return system(cmd) == 0 ? 0 : -1;
-	} else if (!strcmp(mode, "linger")) {
-		if ((c = fork()) == 0) {
+	} else if (!strcmp(mode, "linger") || !strcmp(mode, "clone-linger")) {
+		bool raw = !strcmp(mode, "clone-linger");
+		if ((c = raw ? raw_child("clone") : fork()) == 0) {
+			if (raw)
+				items(1);
 			sleep((unsigned)n);
 			items(1);
 			_exit(0);

@@ -29,6 +29,14 @@
  * says so itself (NP_JOIN_UNTRACED), and forked children that did not
  * follow are counted in the shared memory (session_report says how many).
  *
+ * A copy made without fork's handlers (a raw clone or clone3, _Fork) has
+ * no thread of the agent's: it records under its own pid from its first
+ * hit and says so once (NP_JOIN_COPY, src/agent/copy.c), but cannot be
+ * told to remove its probes. Its copy of its parent's connection keeps
+ * that connection open while it lives; the session goes on while a copy
+ * lives, does not wait for one to answer DETACH, and names those that
+ * outlive it with their probes.
+ *
  * The session ends when every agent has gone (the processes exited, or
  * removed their probes when told to), or when it is stopped (-d, a signal,
  * output that cannot be written): then every agent is told DETACH, and
@@ -94,6 +102,8 @@ struct tree {
 	size_t nknown;
 	struct gone *gone;
 	size_t ngone;
+	pid_t *copies; /* NP_JOIN_COPY's: served by no agent (copy.c) */
+	size_t ncopies;
 	int shm_fd; /* the session's memory, once its first agent made it */
 	struct consumer cons;
 	bool cons_open;
@@ -108,6 +118,11 @@ static struct {
 } untraced[UNTRACED_LISTED];
 static size_t nuntraced;
 static size_t joined; /* processes whose agents joined */
+static struct {
+	pid_t pid;
+	char exe[256];
+} kept[UNTRACED_LISTED]; /* copies that outlived the session, probes and all */
+static size_t nkept;
 
 static uint64_t now_ms(void)
 {
@@ -486,7 +501,7 @@ static bool read_join(int fd, struct np_msg_join *j)
 {
 	struct pollfd p = {fd, POLLIN, 0};
 	bool ok = poll(&p, 1, JOIN_TIMEOUT_MS) == 1 && recv(fd, j, sizeof(*j), 0) == sizeof(*j) &&
-		  j->type == NP_MSG_JOIN && j->kind >= NP_JOIN_IMAGE && j->kind <= NP_JOIN_EXEC;
+		  j->type == NP_MSG_JOIN && j->kind >= NP_JOIN_IMAGE && j->kind <= NP_JOIN_COPY;
 	j->exe[sizeof(j->exe) - 1] = 0;
 	return ok;
 }
@@ -521,6 +536,34 @@ static void forget_gone(struct tree *tr, pid_t pid)
 			tr->gone[i--] = tr->gone[--tr->ngone];
 }
 
+static bool is_copy(const struct tree *tr, pid_t pid)
+{
+	for (size_t i = 0; i < tr->ncopies; i++)
+		if (tr->copies[i] == pid)
+			return true;
+	return false;
+}
+
+/* A copy joined (a note: it keeps no connection of its own), or, with
+ * forked, a process taken for one in the moment between fork's system
+ * call and its handlers, whose agent thread now joins. */
+static void note_copy(struct tree *tr, pid_t pid, bool forked)
+{
+	for (size_t i = 0; forked && i < tr->ncopies; i++)
+		if (tr->copies[i] == pid)
+			tr->copies[i--] = tr->copies[--tr->ncopies];
+	if (forked || is_copy(tr, pid))
+		return;
+	pid_t *v = realloc(tr->copies, (tr->ncopies + 1) * sizeof(*v));
+	if (!v)
+		return;
+	(tr->copies = v)[tr->ncopies++] = pid;
+	add_known(tr, pid);
+	joined++;
+	if (tr->ops->on_join)
+		tr->ops->on_join(pid, tr->ops->cookie);
+}
+
 static struct conn *add_conn(struct tree *tr, int fd, pid_t pid, uint32_t kind)
 {
 	struct conn *v = realloc(tr->c, (tr->nc + 1) * sizeof(*v));
@@ -550,6 +593,15 @@ static int join(struct tree *tr, int fd, pid_t pid, const struct np_msg_join *j,
 					   "(--no-follow)");
 		close(fd);
 		return 0;
+	}
+	if (j->kind == NP_JOIN_COPY) {
+		note_copy(tr, pid, false);
+		close(fd);
+		return 0;
+	}
+	if (j->kind == NP_JOIN_FORK && is_copy(tr, pid)) {
+		note_copy(tr, pid, true);
+		joined--; /* counted once */
 	}
 	/* an image: the exec of a process that had gone, which joined. Not a
 	 * fork's JOIN: its thread may connect after the exec it raced with
@@ -599,7 +651,7 @@ static void conn_closed(struct tree *tr, struct conn *c);
 static bool join_ours(const struct tree *tr, const struct np_msg_join *j)
 {
 	bool may_be_gone = j->kind == NP_JOIN_UNTRACED || j->kind == NP_JOIN_EXEC ||
-			   j->kind == NP_JOIN_FORK;
+			   j->kind == NP_JOIN_FORK || j->kind == NP_JOIN_COPY;
 	return belongs(tr, j->pid) || (may_be_gone && belongs(tr, j->ppid));
 }
 
@@ -773,11 +825,53 @@ static void interval_tick(struct tree *tr, struct totals *scratch)
 	tr->ops->on_interval(scratch, tr->ops->cookie);
 }
 
+static bool copy_lives(const struct tree *tr)
+{
+	for (size_t i = 0; i < tr->ncopies; i++)
+		if (alive(tr->copies[i]))
+			return true;
+	return false;
+}
+
+/* Told DETACH: a connection that will answer no more. Its agent said
+ * DETACHED, or its process has gone while a copy (copy.c) keeps the
+ * connection open: what it sent before it went (an exec's note) is read
+ * first. */
+static bool answered(struct tree *tr, struct conn *c)
+{
+	if (c->fd < 0 || c->detached)
+		return true;
+	if (alive(c->pid))
+		return false;
+	if (!read_all(tr, c))
+		conn_closed(tr, c);
+	return true;
+}
+
 static bool finished(struct tree *tr, uint64_t t)
 {
-	if (tr->detach_sent)
-		return !open_conns(tr) || t - tr->detach_sent > DETACH_TIMEOUT_MS;
-	return !open_conns(tr) && !tr->ngone && !queued(tr);
+	if (tr->detach_sent) {
+		bool all = true;
+		for (size_t i = 0; i < tr->nc && all; i++)
+			all = answered(tr, &tr->c[i]);
+		/* the notes queued meanwhile are read first (an exec's, a copy's) */
+		return (all && !queued(tr)) || t - tr->detach_sent > DETACH_TIMEOUT_MS;
+	}
+	return !open_conns(tr) && !tr->ngone && !queued(tr) && !copy_lives(tr);
+}
+
+/* The copies that outlive the session keep their probes: said. */
+static void note_kept(const struct tree *tr)
+{
+	for (size_t i = 0; i < tr->ncopies; i++) {
+		if (!alive(tr->copies[i]))
+			continue;
+		if (nkept < UNTRACED_LISTED) {
+			kept[nkept].pid = tr->copies[i];
+			exe_of(tr->copies[i], kept[nkept].exe, sizeof(kept[nkept].exe));
+		}
+		nkept++;
+	}
 }
 
 /* Read events until every agent has gone or the session is stopped (-d,
@@ -856,6 +950,7 @@ int tree_run(const struct session_opts *o, const struct tree_start *s, struct pr
 	if (!rc) {
 		run_loop(&tr, &scratch);
 		check_gone(&tr, true);
+		note_kept(&tr);
 		end->stopped = tr.detach_sent != 0;
 		consumer_totals(&tr.cons, &scratch);
 		totals_free(t);
@@ -879,6 +974,7 @@ int tree_run(const struct session_opts *o, const struct tree_start *s, struct pr
 	free(tr.c);
 	free(tr.known);
 	free(tr.gone);
+	free(tr.copies);
 	return rc;
 }
 
@@ -890,6 +986,14 @@ void tree_report(const struct session_opts *o, const struct totals *t)
 	if (nuntraced > UNTRACED_LISTED)
 		fprintf(stderr, "nanoprobe %s: %zu more processes were not traced\n", o->verb,
 			nuntraced - UNTRACED_LISTED);
+	for (size_t i = 0; i < nkept && i < UNTRACED_LISTED; i++)
+		fprintf(stderr, "nanoprobe %s: process %d (%s) keeps its probes: it was made "
+				"without fork's handlers (a clone system call or _Fork), and no thread "
+				"of the agent's runs in it to remove them\n",
+			o->verb, (int)kept[i].pid, kept[i].exe);
+	if (nkept > UNTRACED_LISTED)
+		fprintf(stderr, "nanoprobe %s: %zu more such processes keep their probes\n", o->verb,
+			nkept - UNTRACED_LISTED);
 	if (t->untraced_forks)
 		fprintf(stderr, "nanoprobe %s: %llu process%s the traced program forked %s not "
 				"traced (--no-follow)\n",
