@@ -196,6 +196,25 @@ def stacks_are_named_with_their_own_process_mappings():
 
 
 @case
+def symbols_are_named_with_their_own_process_mappings():
+    """usym() of a function pointer in a program and in the program it
+    execs (each image at its own address): each named add_item, in a map
+    key and in printf. The exec'd one was named with the first process's
+    mappings, and came out as a bare address."""
+    prog = (f"uprobe:{FORKER}:items_with {{ @[pid, usym(arg0)] = count(); "
+            f"printf(\"%d %s\\n\", pid, usym(arg0)); }}")
+    p = run([NANOPROBE, "run", "-e", prog, "--", FORKER, "exec", "2"])
+    pids = sorted(ran(p.stdout))
+    keys = re.findall(r"^@\[(\d+), (.*)\]: (\d+)$", p.stdout, re.M)
+    R.eq(len(pids), 2, "a program and the one it execs", describe(p))
+    R.eq(sorted((int(k), name, int(n)) for k, name, n in keys),
+         [(pid, "add_item", 1) for pid in pids], "map keys", describe(p))
+    lines = re.findall(r"^(\d+) (\S+)$", p.stdout, re.M)
+    R.eq(sorted((int(k), name) for k, name in lines), [(pid, "add_item") for pid in pids],
+         "printf", describe(p))
+
+
+@case
 def count_adds_up_the_tree():
     """The issue's case: count printed the parent's calls only."""
     for mode in ("fork", "spawn", "chain"):

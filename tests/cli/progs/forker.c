@@ -56,8 +56,16 @@ NOINLINE long add_item(long v)
 	return v * 2 + 1;
 }
 
+/* Named with a function pointer, once per process: its address is this
+ * process's, in the layout of this image. */
+NOINLINE long (*items_with(long (*fn)(long)))(long)
+{
+	return fn;
+}
+
 static void items(long n)
 {
+	items_with(add_item);
 	for (long i = 0; i < n; i++)
 		add_item(i);
 	printf("pid=%d items=%ld\n", (int)getpid(), n);

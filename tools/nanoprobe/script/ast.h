@@ -18,7 +18,8 @@ enum ty {
 	T_INT,
 	T_STR,    /* NP_VM_STR bytes */
 	T_USTACK, /* u64 count, frames */
-	T_USYM,   /* an address, printed as its function */
+	T_USYM,   /* an address, printed as its function, and the pid of the
+		   * process it is an address of (bpftrace's 16 bytes) */
 	T_FUNC,   /* the probe's function, by probe id */
 	T_PROBE,  /* the probe, by id */
 	T_BUF,    /* u8 length, 7 pad, bytes */
@@ -96,6 +97,7 @@ struct probe {
 	int nvars;
 	int index;
 	bool uses_ustack; /* reads the frame pointer */
+	bool uses_usym;   /* names an address: each process's mappings are read */
 	int max_arg;      /* the highest argN it reads, -1: none (check.c) */
 	struct probe *next;
 };

@@ -31,7 +31,8 @@ static const struct type T_STRING = {T_STR, false, 0, 0};
 uint32_t type_size(const struct type *t)
 {
 	switch (t->t) {
-	case T_INT: case T_USYM: case T_FUNC: case T_PROBE: return 8;
+	case T_INT: case T_FUNC: case T_PROBE: return 8;
+	case T_USYM: return 16;
 	case T_STR: return NP_VM_STR;
 	case T_USTACK: return 8 + 8 * t->frames;
 	case T_BUF: return 8 + ((t->blen + 7) & ~7u);
@@ -351,6 +352,7 @@ static int check_call(struct checker *c, struct node *n, bool stmt)
 		if (want_args(c, n, 1, 1) || want_int(c, n->args[0], s))
 			return -1;
 		n->type = !strcmp(s, "uptr") ? T_U64 : (struct type){T_USYM, false, 0, 0};
+		c->pr->uses_usym |= n->type.t == T_USYM;
 		return 0;
 	}
 	if (!strcmp(s, "ustack")) {

@@ -3,9 +3,10 @@
  * Code generation: one block of bytecode per probe (vm.h), in the order
  * of the program's probes.
  *
- * Integers (and what is an address or an id: usym, func, probe) live in
- * registers, allocated as a stack per statement; strings, stacks and
- * buffers live in the thread's scratch, allocated once per block (a bump
+ * Integers (and what is an id: func, probe) live in registers, allocated
+ * as a stack per statement; strings, stacks, buffers and symbols (an
+ * address and its process's pid, as bpftrace's usym) live in the thread's
+ * scratch, allocated once per block (a bump
  * allocator, so a value stays put for the whole block: $variables, keys,
  * printf arguments). Jumps only go forward: if/else, the ternary, && and
  * || and return are all branches to later code, and unroll is expanded.
@@ -109,7 +110,7 @@ static uint32_t constant(struct cg *g, const void *bytes, size_t n, size_t size)
 
 static bool in_reg(const struct type *t)
 {
-	return t->t == T_INT || t->t == T_USYM || t->t == T_FUNC || t->t == T_PROBE;
+	return t->t == T_INT || t->t == T_FUNC || t->t == T_PROBE;
 }
 
 /* A value: in a register, or in scratch. */
@@ -289,8 +290,17 @@ static struct val gen_call(struct cg *g, struct node *n)
 {
 	struct val v = {-1, 0};
 	const char *s = n->name;
-	if (!strcmp(s, "usym") || !strcmp(s, "uptr"))
+	if (!strcmp(s, "uptr"))
 		return gen(g, n->args[0]);
+	if (!strcmp(s, "usym")) { /* the address, then whose it is */
+		struct val a = gen(g, n->args[0]);
+		v.off = scratch(g, type_size(&n->type));
+		emit(g, VM_STS, 0, a.reg, 0, (int32_t)v.off);
+		emit(g, VM_BUILTIN, a.reg, 0, 0, VM_B_PID);
+		emit(g, VM_STS, 0, a.reg, 0, (int32_t)(v.off + 8));
+		g->regs = a.reg;
+		return v;
+	}
 	if (!strcmp(s, "ustack")) {
 		v.off = scratch(g, type_size(&n->type));
 		emit_w(g, VM_USTACK, 0, 0, 0, (int32_t)v.off, n->type.frames, type_size(&n->type));

@@ -25,8 +25,9 @@ static char *dupf(const char *fmt, ...)
 	return s ? s : strdup("");
 }
 
-/* bpftrace's usym: the function alone; its ustack frames: func+offset. */
-/* The mappings of process pid, else the first process's. */
+/* bpftrace's usym: the function alone; its ustack frames: func+offset.
+ * Each is named with the mappings of the process it was taken in, else
+ * (a process that never joined, BEGIN's) the first process's. */
 static struct symbolizer *sym_of(const struct script_rt *rt, pid_t pid)
 {
 	for (size_t i = 0; pid && i < rt->nsyms; i++)
@@ -42,11 +43,6 @@ static char *sym_in(struct symbolizer *s, uint64_t addr, bool offset)
 	if (!fn)
 		return dupf("0x%llx", (unsigned long long)addr);
 	return offset ? dupf("%s+%llu", fn, (unsigned long long)off) : dupf("%s", fn);
-}
-
-static char *sym_text(struct script_rt *rt, uint64_t addr, bool offset)
-{
-	return sym_in(rt->sym, addr, offset);
 }
 
 /* VM_USTACK's: the count, the process's pid above it, the frames. */
@@ -101,8 +97,11 @@ char *value_text(struct script_rt *rt, const struct type *t, const uint8_t *p, i
 		return t->is_signed ? dupf("%lld", (long long)v) : dupf("%llu", (unsigned long long)v);
 	case T_STR:
 		return dupf("%.*s", (int)strnlen((const char *)p, NP_VM_STR), (const char *)p);
-	case T_USYM:
-		return sym_text(rt, v, false);
+	case T_USYM: {
+		uint64_t pid;
+		memcpy(&pid, p + 8, 8);
+		return sym_in(sym_of(rt, (pid_t)pid), v, false);
+	}
 	case T_FUNC:
 		return strdup(v < rt->nids && rt->func_names[v] ? rt->func_names[v] : "");
 	case T_PROBE:

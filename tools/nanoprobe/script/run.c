@@ -212,8 +212,9 @@ static void on_reap(uint32_t i, void *cookie)
 		memset(area, 0, len);
 }
 
-/* A process of the tree: its own mappings name its stacks (VM_USTACK
- * records its pid), read now while it lives and again at the end. */
+/* A process of the tree: its own mappings name its stacks and symbols
+ * (VM_USTACK and usym() record its pid), read now while it lives and
+ * again at the end. */
 static void on_join(pid_t pid, void *cookie)
 {
 	struct run *r = cookie;
@@ -639,10 +640,11 @@ static void finish(struct run *r)
 	fflush(r->rt.out);
 }
 
-static bool uses_stacks(const struct program *p)
+/* Stacks or usym(): addresses named with their own process's mappings. */
+static bool names_code(const struct program *p)
 {
 	for (struct probe *pr = p->probes; pr; pr = pr->next)
-		if (pr->uses_ustack)
+		if (pr->uses_ustack || pr->uses_usym)
 			return true;
 	return false;
 }
@@ -652,7 +654,7 @@ static int run_session(struct run *r)
 	struct session_ops ops = {
 		.on_interval = has_kind(&r->prog, PK_INTERVAL) ? on_interval : NULL, .cookie = r,
 		.on_begin = on_begin, .on_record = on_record, .on_reap = on_reap,
-		.on_join = uses_stacks(&r->prog) ? on_join : NULL,
+		.on_join = names_code(&r->prog) ? on_join : NULL,
 	};
 	struct totals t;
 	r->o.script = r->comp.prog;
