@@ -258,7 +258,11 @@ TEST(a_damaged_cache_is_refused_whole)
 
 /* --- what names resolve to ------------------------------------------------- */
 
-/* The rule, as the kernel's tools apply it to `ldconfig -p`: the first
+/* x86-64 only: the ABI tag ldconfig prints differs per host ("x86-64"
+ * here), and the cross suites run under qemu with the build machine's
+ * ld.so.cache, which lists no library of theirs. */
+#if defined(__x86_64__)
+/* The rule np_resolve_path applies to `ldconfig -p`: the first
  * entry of the host's ABI whose soname is the name (a soname), or lib
  * NAME.so[.*] (a short name, with or without "lib"). */
 static bool soname_is(const char *soname, const char *name)
@@ -284,7 +288,6 @@ static bool ldconfig_says(const struct listing *l, const char *name, char *path,
 
 TEST(library_short_names_resolve_to_the_first_entry_ldconfig_lists)
 {
-#if defined(__x86_64__)
 	/* names a program in $PATH cannot take (a bare word is a program
 	 * first: sqlite3 is /usr/bin/sqlite3) */
 	static const char *const names[] = {
@@ -303,7 +306,7 @@ TEST(library_short_names_resolve_to_the_first_entry_ldconfig_lists)
 		CHECK_STR(got, real);
 	}
 	listing_free(&l);
-#endif
 }
+#endif
 
 TEST_MAIN()
