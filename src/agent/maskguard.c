@@ -31,6 +31,7 @@
 #include "host/host.h"   /* np_host_isa */
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 

@@ -60,6 +60,7 @@
  */
 #include "core/internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -38,6 +38,7 @@
 #include "core/nolibc.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>

@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>

@@ -20,8 +20,11 @@
  *   the rest    np_host_init, np_host_syscall, and uread.S's fault-safe
  *               copies with their fixup table
  *
- * The types it speaks in (struct np_regs, np_ctx, np_region) are the
- * engine's (core/internal.h), which includes this file.
+ * The objects it works on (struct np_ctx, np_site, np_region, np_thread)
+ * are laid out in host/layout.h, the other half of the contract; the
+ * engine's services a runtime may call are declared at the end of this
+ * file. A runtime includes these two headers (and core/nolibc.h for the
+ * hit path's libc replacements), nothing else of the engine.
  */
 #ifndef NP_HOST_H
 #define NP_HOST_H
@@ -29,6 +32,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <nanoprobe/nanoprobe.h>
 
 struct np_isa;
 struct np_regs;
@@ -136,5 +141,18 @@ size_t np_host_uread(void *dst, uint64_t src, size_t len);
 /* Copies up to a NUL (not stored) or max bytes: the count copied, or
  * -(count + 1) when the next load faulted. */
 long np_host_uread_str(char *dst, uint64_t src, size_t max);
+
+/* What the engine gives the runtime (defined in src/core/). */
+void np_logf(enum np_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Executable memory near code (codemem.c): len bytes within reach of
+ * near, never writable through its own mapping; 0 when none. */
+uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach);
+/* len bytes of code written at addr (codemem.c: made after the pending
+ * trampoline writes of a batch). 0 or -errno. */
+int np_code_write(uint64_t addr, const void *src, size_t len);
+/* The GNU property FEATURE_1_AND bits of the ELF file mapped at addr
+ * (arm64: 1 BTI, 2 PAC), 0 when none or not a file (symbols.c). */
+uint32_t np_module_features(uint64_t addr);
 
 #endif
