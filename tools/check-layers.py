@@ -9,10 +9,18 @@ dependency rule of docs/design.md ("Layers").
 
 A layer includes its own headers and those of the layers below it, never
 one above. src/arch is pure ISA code: it includes nothing of the engine.
-core sees the host runtime only through its contract, host/host.h; the
-runtime implements that contract in the engine's types (core/internal.h)
-and uses the hit path's libc replacements (core/nolibc.h) and the piece
-lists of trampolines (core/pieces.h).
+core and the host runtimes meet only through the host contract: host/host.h
+(what a runtime provides, and the engine's few services it may call) and
+host/layout.h (the objects both read: the context, the site, region and
+thread blocks). A runtime includes those, the hit path's libc replacements
+(core/nolibc.h) and the piece lists of trampolines (core/pieces.h), and
+nothing else of core. The agent enters core through core/embed.h alone.
+
+Inside core, the concerns are layers too (CORE_TIERS): the base (engine
+state, the fork protocol, code writes, the process's maps and threads),
+then code memory and what the modules say, then threads, traps and the
+stop, then placing probes (sites, regions, batches, the patch protocols).
+A core file includes the headers of its own tier and the ones below.
 
 The command (tools/nanoprobe) keeps the same rule between its folders:
 
@@ -41,10 +49,11 @@ import sys
 RULES = {
     "src/arch": ("arch/",),
     "src/plan": ("arch/", "plan/"),
-    "src/host": ("arch/", "host/", "core/internal.h", "core/nolibc.h", "core/pieces.h"),
-    "src/core": ("arch/", "plan/", "core/", "host/host.h", "nanoprobe/"),
-    "src/agent": ("agent/", "arch/", "host/host.h", "core/nolibc.h", "core/clock.h",
-                  "core/fork.h", "nanoprobe/"),
+    "src/host": ("arch/", "plan/plan.h", "host/", "core/nolibc.h", "core/pieces.h",
+                 "nanoprobe/"),
+    "src/core": ("arch/", "plan/", "core/", "host/host.h", "host/layout.h", "nanoprobe/"),
+    "src/agent": ("agent/", "arch/", "host/host.h", "core/embed.h", "core/fork.h",
+                  "core/nolibc.h", "core/clock.h", "nanoprobe/"),
     "tools/nanoprobe": ("agent/proto.h", "agent/vm.h", "agent/vm_run.h", "arch/", "plan/",
                         "nanoprobe/", "bench/", "inject/", "output/", "script/", "session/",
                         "symbols/", "verbs/"),
@@ -64,13 +73,32 @@ RULES = {
     "examples": ("nanoprobe/",),
 }
 
+# The tiers of core, lowest first: the concern each header (and the .c of
+# the same name) belongs to. A core file that no tier names is checked
+# against the layers only.
+CORE_TIERS = (
+    ("base", ("nolibc", "clock", "maps", "engine", "embed", "sigchain", "tasks",
+              "code_write", "log", "uread", "fork")),
+    ("memory and modules", ("codemem", "reclaim", "modules", "symbols", "fde", "entry",
+                            "neighbors")),
+    ("threads, traps and the stop", ("thread", "shadow", "stacks", "unwind", "ctx", "stop",
+                                     "stack_scan", "trap", "watch", "watch_hit")),
+    ("placing probes", ("site", "probe", "region", "region_index", "region_write",
+                        "word_write", "batch", "plan_host")),
+)
+TIER = {name: i for i, (_, names) in enumerate(CORE_TIERS) for name in names}
+
 # (file, included): arrows that break the rule today, and why.
 DEBTS = {
-    ("src/agent/agent.c", "core/internal.h"): "np_fd_move_high: the engine's fd helper",
-    ("src/agent/maskguard.c", "core/stop.h"): "np_patch_signal: the program must not block it",
-    ("src/agent/modules.c", "core/internal.h"): "struct np_probe, to re-place probes",
-    ("src/agent/signals.c", "core/internal.h"): "np_trap_chain_swap",
-    ("src/agent/signals.c", "core/stop.h"): "np_patch_signal: the program must not block it",
+    ("src/core/fork.c", "core/thread.h"):
+        "np_thread_wait_site: the quiesce queue waits out handlers",
+    ("src/core/neighbors.c", "core/plan_host.h"):
+        "np_read_original: neighbours' code as it was before any patch",
+    ("src/core/reclaim.c", "core/stop.h"): "np_threads_census: the census asks every thread",
+    ("src/core/reclaim.c", "core/trap.h"):
+        "np_trap_each_published: a trampoline the trap table sends to stays",
+    ("src/core/trap.c", "core/site.h"):
+        "np_region_insn_index, np_region_refresh: the table's entries are regions",
     ("tools/nanoprobe/verbs/watch_spec.c", "core/watch.h"):
         "np_watch_check_shape, shared with core",
 }
@@ -89,12 +117,21 @@ def layer_of(rel):
     return None
 
 
+def tier_of(path):
+    return TIER.get(os.path.splitext(os.path.basename(path))[0])
+
+
 def allowed(root, rel, inc, rules):
     if "/" not in inc:  # a header of the file's own folder?
         own = os.path.join(os.path.dirname(rel), inc)
         if own in GENERATED or os.path.isfile(os.path.join(root, own)):
             return True
-    return any(inc == p or (p.endswith("/") and inc.startswith(p)) for p in rules)
+    if not any(inc == p or (p.endswith("/") and inc.startswith(p)) for p in rules):
+        return False
+    if rel.startswith("src/core/") and inc.startswith("core/"):
+        mine, theirs = tier_of(rel), tier_of(inc)
+        return mine is None or theirs is None or theirs <= mine
+    return True
 
 
 def violations(root):
@@ -119,6 +156,13 @@ def violations(root):
                         seen_debts.add((rel, inc))
                         continue
                     where = layer or "a folder no layer names"
+                    mine = tier_of(rel) if rel.startswith("src/core/") else None
+                    if mine is not None and inc.startswith("core/") and tier_of(inc) is not None:
+                        found.append(f"{rel}: includes \"{inc}\", which {where} may not "
+                                     f"(a core file of '{CORE_TIERS[mine][0]}' may include "
+                                     f"its own tier and those below, not "
+                                     f"'{CORE_TIERS[tier_of(inc)][0]}')")
+                        continue
                     found.append(f"{rel}: includes \"{inc}\", which {where} may not "
                                  f"(it may: {', '.join(rules) or 'nothing of the tree'})")
     for rel, inc in sorted(set(DEBTS) - seen_debts):

@@ -17,9 +17,11 @@
  */
 #include "agent/agent.h"
 #include "agent/script.h"
+#include "arch/arch.h"
 #include "core/clock.h"
+#include "core/embed.h"
 #include "core/fork.h"
-#include "core/internal.h" /* np_fd_move_high */
+#include "host/host.h"
 
 #include <dlfcn.h>
 #include <errno.h>

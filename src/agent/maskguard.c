@@ -26,8 +26,8 @@
  */
 #include "agent/agent.h"
 #include "arch/arch.h"   /* struct np_isa */
+#include "core/embed.h"
 #include "core/nolibc.h" /* np_errno */
-#include "core/stop.h"   /* np_patch_signal */
 #include "host/host.h"   /* np_host_isa */
 
 #include <dlfcn.h>

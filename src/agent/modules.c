@@ -12,8 +12,9 @@
  * The control thread does the attaching (see the hook below).
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_host_syscall, struct np_probe */
+#include "core/embed.h"
 #include "core/nolibc.h"
+#include "host/host.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -415,7 +416,7 @@ struct np_probe *np_agent_hook(const char *name, np_handler_fn entry, np_handler
 					       .name = name);
 	struct np_probe *p = fn ? np_probe_attach(fn, &o) : NULL;
 	if (p)
-		p->internal = true; /* its misses are not the session's */
+		np_probe_mark_internal(p); /* its misses are not the session's */
 	else if (!fn)
 		errno = ENOENT;
 	return p;

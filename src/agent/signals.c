@@ -30,8 +30,7 @@
  * on libc do not count it as the program's.
  */
 #include "agent/agent.h"
-#include "core/internal.h" /* np_trap_chain_swap */
-#include "core/stop.h"     /* np_patch_signal */
+#include "core/embed.h"
 
 #include <dlfcn.h>
 #include <errno.h>

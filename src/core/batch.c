@@ -34,12 +34,17 @@
  * the batch where the Arm ARM asks for it), longer ones one by one
  * through np_patch_region.
  */
+#include "core/batch.h"
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/codemem.h"
 #include "core/region_write.h"
+#include "core/site.h"
 #include "core/stop.h"
 #include "core/maps.h"
+#include "core/trap.h"
 #include "core/word_write.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -68,6 +73,7 @@ static struct {
 void np_batch_begin(void (*failed)(struct np_site *site, int err))
 {
 	if (batch.depth++ == 0) {
+		np_codemem_stage(true);
 		batch.failed = failed;
 		batch.removal_err = 0;
 	}
@@ -497,5 +503,6 @@ int np_batch_end(void)
 		return 0;
 	np_batch_flush();
 	np_codemem_flush(); /* trampolines whose regions went nowhere */
+	np_codemem_stage(false);
 	return batch.removal_err;
 }

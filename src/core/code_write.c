@@ -21,8 +21,10 @@
  * this file knows nothing of regions or threads.
  */
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/embed.h"
+#include "core/engine.h"
 #include "core/maps.h"
+#include "host/host.h"
 
 #include <errno.h>
 #include <fcntl.h>

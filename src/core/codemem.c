@@ -12,8 +12,12 @@
  * before any other write to code (np_code_write).
  */
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/codemem.h"
+#include "core/embed.h"
+#include "core/engine.h"
 #include "core/maps.h"
+#include "core/reclaim.h"
+#include "host/host.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -188,6 +192,11 @@ static bool fits_reach(uint64_t at, size_t len, void *cookie)
 
 uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 {
+	return np_codemem_alloc_aimed(near, near, len, reach);
+}
+
+uint64_t np_codemem_alloc_aimed(uint64_t near, uint64_t aim, size_t len, uint64_t reach)
+{
 	struct reach_of want = {near, reach};
 	len = (len + 15) & ~(size_t)15;
 	if (len > CHUNK)
@@ -204,11 +213,9 @@ uint64_t np_codemem_alloc(uint64_t near, size_t len, uint64_t reach)
 			c->used += len;
 			return at;
 		}
-	/* placed where a jump that ends on a direct call needs its trampoline
-	 * (plan.c, np_plan_pun): one chunk serves both kinds of jump, and a
-	 * program reading /proc/self/maps sees the same mappings whichever
-	 * the probes got */
-	struct chunk *c = chunk_new(near ? np_plan_chunk_aim(np_host_isa, near) : 0, near, reach, false);
+	/* placed where the caller aims it (region.c asks the planner where a
+	 * jump that ends on a direct call needs its trampoline) */
+	struct chunk *c = chunk_new(near ? aim : 0, near, reach, false);
 	if (!c)
 		return 0;
 	c->used = len;
@@ -368,10 +375,16 @@ void np_code_begin(void)
  * trampoline). */
 #define STAGE_MAX (64 * 1024)
 static struct {
+	bool on; /* a batch is open (np_codemem_stage) */
 	uint64_t at;
 	size_t len;
 	uint8_t buf[STAGE_MAX];
 } stage;
+
+void np_codemem_stage(bool on)
+{
+	stage.on = on;
+}
 
 static int stage_flush(void);
 
@@ -402,7 +415,7 @@ static const struct chunk *chunk_of(uint64_t addr)
  * what the gap holds is what was last written there). */
 int np_codemem_fill(uint64_t addr, const void *src, size_t len)
 {
-	if (!np_batch_active() || len > STAGE_MAX)
+	if (!stage.on || len > STAGE_MAX)
 		return np_code_write(addr, src, len);
 	uint64_t end = stage.at + stage.len;
 	if (!stage.len || addr < end || addr - end > 256 || addr - stage.at + len > STAGE_MAX ||

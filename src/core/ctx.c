@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What a handler can read and change through struct np_ctx. */
-#include "core/internal.h"
 #include "core/nolibc.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <string.h>

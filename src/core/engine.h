@@ -12,12 +12,6 @@
 
 struct np_site;
 
-#define NP_FD_HIGH 700         /* where kept descriptors go (np_fd_move_high) */
-
-/* fd duplicated at NP_FD_HIGH or above (close-on-exec), the original
- * closed; fd itself if that fails. */
-int np_fd_move_high(int fd);
-
 /* The engine lock (fork.c), held by attach, detach and maintenance: 0, or
  * -EPERM in a child that shares its parent's memory (vfork), or
  * -ENOTRECOVERABLE in a child forked while another thread was changing
@@ -43,7 +37,6 @@ void np_thread_after_fork(void);
 void np_trap_after_fork(void);
 void np_sigchain_after_fork(void);
 void np_watch_after_fork(void);
-int np_engine_init(void);
 bool np_in_handler(void);
 uint32_t np_slot_alloc(void);
 void np_slot_free(uint32_t slot);

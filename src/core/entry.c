@@ -20,7 +20,7 @@
  * function signs with, found by looking for the instruction.
  */
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/modules.h"
 
 #include <string.h>
 

@@ -13,11 +13,12 @@
  * it, CIEs as GCC and gas write them ("zR", "zPLR", ...). Anything else
  * reads as no table or no range, which only costs knowledge.
  */
-#include "core/internal.h"
 
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "core/modules.h"
 
 #define DW_EH_PE_absptr 0x00
 #define DW_EH_PE_udata2 0x02

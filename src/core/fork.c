@@ -45,10 +45,13 @@
  * thread id.
  */
 #include "core/code_write.h"
+#include "core/engine.h"
 #include "core/fork.h"
-#include "core/internal.h"
 #include "core/nolibc.h"
 #include "core/tasks.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The engine's messages go through one replaceable callback. */
-#include "core/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "host/host.h"
 
 static np_log_fn log_fn;
 static void *log_user;

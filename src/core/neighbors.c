@@ -23,7 +23,7 @@
  * the least.
  */
 #include "arch/regsum.h"
-#include "core/internal.h"
+#include "core/modules.h"
 #include "core/plan_host.h" /* np_read_original */
 
 #include <errno.h>

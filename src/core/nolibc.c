@@ -5,7 +5,7 @@
  * below stay loops.
  */
 #include "core/nolibc.h"
-#include "core/internal.h" /* np_host_syscall */
+#include "host/host.h"
 
 #include <errno.h>
 #include <limits.h>

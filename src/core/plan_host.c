@@ -13,8 +13,10 @@
  */
 #include "arch/regsum.h"
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/modules.h"
 #include "core/plan_host.h"
+#include "core/site.h"
+#include "host/layout.h"
 
 #include <string.h>
 

@@ -9,11 +9,21 @@
  * site's handlers, and only then is the code restored. After detach the
  * handle still answers np_probe_hits(); np_probe_free() releases it.
  */
+#include "core/batch.h"
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/codemem.h"
+#include "core/embed.h"
+#include "core/engine.h"
+#include "core/modules.h"
 #include "core/nolibc.h"
+#include "core/shadow.h"
+#include "core/site.h"
 #include "core/stop.h"
+#include "core/thread.h"
+#include "core/trap.h"
 #include "core/watch.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -788,6 +798,11 @@ NP_API enum np_strategy np_probe_strategy(const struct np_probe *p)
 NP_API void *np_probe_addr(const struct np_probe *p)
 {
 	return p ? (void *)p->addr : NULL;
+}
+
+void np_probe_mark_internal(struct np_probe *p)
+{
+	p->internal = true;
 }
 
 NP_API uint64_t np_probe_hits(const struct np_probe *p)

@@ -40,10 +40,14 @@
  * piggybacks on an attach or a detach that builds a trampoline, never a
  * stop of its own per detach (docs/design.md, "Retiring trampolines").
  */
-#include "core/internal.h"
+#include "core/codemem.h"
 #include "core/maps.h"
 #include "core/nolibc.h"
+#include "core/reclaim.h"
 #include "core/stop.h"
+#include "core/trap.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <signal.h>

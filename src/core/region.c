@@ -11,10 +11,15 @@
  * back to the same end address. A TRAP region is one instruction under a
  * breakpoint; its out-of-line copy never changes.
  */
+#include "core/batch.h"
 #include "core/code_write.h"
-#include "core/internal.h"
+#include "core/codemem.h"
 #include "core/region_write.h"
 #include "core/plan_host.h"
+#include "core/site.h"
+#include "core/trap.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,14 +67,17 @@ int np_region_insn_index(const struct np_region *r, uint64_t addr)
  * when it must) anywhere within the long form's. */
 static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
 {
+	const uint64_t aim = np_plan_chunk_aim(np_host_isa, r->start);
 	*at = 0;
 	if (!r->jump_via)
-		*at = np_codemem_alloc(r->start, cap, np_plan_reach(np_host_isa, NP_JUMP_SHORT));
+		*at = np_codemem_alloc_aimed(r->start, aim, cap,
+					     np_plan_reach(np_host_isa, NP_JUMP_SHORT));
 	if (!*at && (r->jump_via || (r->strategy == NP_STRATEGY_TRAP && np_host_isa->emit_jump_via)))
-		*at = np_codemem_alloc(r->start, cap, np_plan_reach(np_host_isa, NP_JUMP_LONG));
+		*at = np_codemem_alloc_aimed(r->start, aim, cap,
+					     np_plan_reach(np_host_isa, NP_JUMP_LONG));
 	/* an out-of-line copy that cannot jump back traps back (build) */
 	if (!*at && r->strategy == NP_STRATEGY_TRAP)
-		*at = np_codemem_alloc(r->start, cap, 0);
+		*at = np_codemem_alloc_aimed(r->start, aim, cap, 0);
 	return *at;
 }
 

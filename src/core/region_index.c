@@ -12,11 +12,13 @@
  * their regions in the order they were added and are never freed (a
  * program's code spans a bounded number of pages).
  */
-#include "core/internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/site.h"
+#include "host/layout.h"
 
 #define PAGE_SHIFT 12
 #define NHEADS 1024

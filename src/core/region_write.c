@@ -23,12 +23,15 @@
  * and goes through word_write.c. batch.c applies the same steps to many
  * regions at once.
  */
+#include "core/codemem.h"
 #include "core/region_write.h"
 #include "core/code_write.h"
-#include "core/internal.h"
 #include "core/maps.h"
+#include "core/site.h"
 #include "core/stop.h"
 #include "core/word_write.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <string.h>
 

@@ -58,12 +58,17 @@
  * np_shadow_unwind first, which writes the real return address back where
  * each frame at or above the current stack position keeps it now.
  */
-#include "core/internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/engine.h"
+#include "core/shadow.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 static atomic_bool disarmed;
 static _Atomic uint64_t why_no_thread[NP_MISS_REASONS];

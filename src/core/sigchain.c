@@ -22,8 +22,12 @@
  * This runs inside signal handlers, possibly under a probe on any libc
  * function: raw system calls only.
  */
-#include "core/internal.h"
+#include "arch/arch.h"
+#include "core/embed.h"
+#include "core/engine.h"
 #include "core/nolibc.h"
+#include "core/sigchain.h"
+#include "host/host.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -16,7 +16,6 @@
 void np_sig_chain(const struct sigaction *act, struct sigaction *home, int sig, siginfo_t *si,
 		  void *uc, bool refaults);
 void np_trap_chain_init(const struct sigaction *prev);
-int np_trap_chain_swap(const struct sigaction *act, struct sigaction *old);
 void np_trap_chain(int sig, siginfo_t *si, void *uc);
 
 #endif

@@ -17,8 +17,11 @@
  * The scan is a window, not a proof: each question says what a word it
  * cannot read, or a stale one, counts as.
  */
+#include "core/codemem.h"
 #include "core/stack_scan.h"
-#include "core/internal.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -19,13 +19,15 @@
  * (the differential runs counted those calls, in some runs and not
  * others), as a malloc would move the program's own allocations.
  */
-#include "core/internal.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/shadow.h"
+#include "host/layout.h"
 
 struct vma {
 	uint64_t start, end;

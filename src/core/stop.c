@@ -26,11 +26,17 @@
  * emulator's own threads are left alone, and the SIGTRAP handler answers
  * for a thread the request interrupted inside it (np_patch_answer_owed).
  */
-#include "core/internal.h"
+#include "core/codemem.h"
+#include "core/embed.h"
 #include "core/nolibc.h"
+#include "core/reclaim.h"
 #include "core/stack_scan.h"
 #include "core/stop.h"
 #include "core/tasks.h"
+#include "core/thread.h"
+#include "core/trap.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -42,9 +42,6 @@ int np_threads_stop(uint64_t start, uint64_t end, uint64_t (*map)(void *cookie, 
 int np_threads_stop_clear(uint64_t start, uint64_t end,
 			  uint64_t (*map)(void *cookie, uint64_t pc), void *cookie, bool new_code);
 void np_threads_resume(void);
-/* The signal that moves threads out of bytes being patched: a thread that
- * blocks it makes such a patch fail. */
-int np_patch_signal(void);
 
 /* Ask every thread to look at itself for a census of retired trampolines
  * (reclaim.c). 0, or -EAGAIN (a thread that blocks the signal) or -errno. */

@@ -20,8 +20,9 @@
  * live registers.
  */
 #include "core/code_write.h"
-#include "core/internal.h"
 #include "core/maps.h"
+#include "core/modules.h"
+#include "host/host.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,12 +13,12 @@
  * signal or knows what a patch is.
  */
 #include "core/tasks.h"
-#include "core/internal.h"
 #include "core/maps.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <nanoprobe/nanoprobe.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>

@@ -19,7 +19,6 @@
  * the detacher publishes the new list, runs membarrier() (a full barrier on
  * every running thread) and then waits for in_site to leave the site.
  */
-#include "core/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +31,12 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "core/engine.h"
+#include "core/shadow.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #define SEG_BLOCKS 64
 #define MAX_SEGS 64

@@ -18,10 +18,17 @@
  * breakpoints, a SIGTRAP sent by kill) goes to the disposition the program
  * set (sigchain.c).
  */
-#include "core/internal.h"
+#include "core/codemem.h"
+#include "core/embed.h"
+#include "core/engine.h"
 #include "core/nolibc.h"
+#include "core/sigchain.h"
+#include "core/site.h"
 #include "core/stop.h"
+#include "core/trap.h"
 #include "core/watch.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -40,7 +40,6 @@
  * libgcc_s is loaded here if the program has not loaded it yet; glibc
  * loads it anyway on the first pthread_exit or cancellation.
  */
-#include "core/internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,6 +49,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/modules.h"
+#include "core/shadow.h"
+#include "core/thread.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 static const char *const names[] = {
 	"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_ForcedUnwind",

@@ -34,8 +34,11 @@
  * reads a bad address on a thread blocking SIGSEGV/SIGBUS, or in a signal
  * handler whose sa_mask blocks them, takes the program down.
  */
-#include "core/internal.h"
+#include "arch/arch.h"
+#include "core/engine.h"
 #include "core/nolibc.h"
+#include "core/sigchain.h"
+#include "host/host.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -38,8 +38,14 @@
  * Attach and detach serialise on the engine lock; the hit path takes
  * none (watch_hit.c).
  */
+#include "arch/arch.h"
+#include "core/codemem.h"
+#include "core/embed.h"
+#include "core/engine.h"
+#include "core/thread.h"
 #include "core/watch.h"
 #include "core/maps.h"
+#include "host/host.h"
 
 #include <dirent.h>
 #include <errno.h>

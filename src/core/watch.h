@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/internal.h"
+#include "host/layout.h"
+
 
 /* Watches alive at once in one process (a few per thread can be placed;
  * the rest of the table absorbs detached ones whose late signals may

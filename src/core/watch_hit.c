@@ -32,8 +32,12 @@
  * the exchanges order the hits: every old value is the new value of the
  * hit before it in that order (see np_watch_hit in nanoprobe.h).
  */
+#include "arch/arch.h"
+#include "core/thread.h"
 #include "core/watch.h"
 #include "core/nolibc.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <link.h>

@@ -23,8 +23,9 @@
  */
 #include "core/word_write.h"
 #include "core/code_write.h"
-#include "core/internal.h"
 #include "core/stop.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <stdlib.h>

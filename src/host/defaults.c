@@ -4,10 +4,11 @@
  * feature does. A runtime that has it defines the function itself, which
  * replaces the weak one here at link time.
  */
-#include "core/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
+
+#include "host/host.h"
 
 /* No page protection beyond what /proc/self/maps shows (arm64 has BTI). */
 __attribute__((weak)) int np_host_code_prot(uint64_t addr)

@@ -21,9 +21,10 @@
  * 64-bit values its `ldr` literals load (site, handlers, data, counter
  * offsets), one entry per distinct value.
  */
-#include "core/internal.h"
 #include "core/nolibc.h"
 #include "core/pieces.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <string.h>

@@ -17,8 +17,9 @@
  *
  * As on arm64, every hit calls np__dispatch: no inline fast path yet.
  */
-#include "core/internal.h"
 #include "core/nolibc.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <string.h>

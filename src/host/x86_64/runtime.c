@@ -9,8 +9,9 @@
  *   the instruction, relocated
  * and then a jump back to the end of the displaced bytes.
  */
-#include "core/internal.h"
 #include "core/nolibc.h"
+#include "host/host.h"
+#include "host/layout.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "host/host.h"
 #include "test.h"
 
 static uint8_t *page;   /* readable, followed by a PROT_NONE page */

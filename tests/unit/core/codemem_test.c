@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/internal.h"
 #include "core/maps.h"
+#include "host/host.h"
 #include "test.h"
 
 #define CHUNK (256u * 1024) /* codemem.c's: a whole one is always a new chunk */

@@ -14,9 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/internal.h"
 #include "core/maps.h"
 #include "../../e2e/e2e.h"
+#include "host/host.h"
+#include "host/layout.h"
 #include "test.h"
 
 extern uint64_t t_short(uint64_t); /* x + 1 (tests/e2e/torture_<isa>.S) */

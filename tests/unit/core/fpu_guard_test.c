@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "core/internal.h"
+#include "host/layout.h"
 #include "test.h"
 
 static volatile int sink;

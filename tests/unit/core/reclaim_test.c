@@ -17,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
 #include "../../e2e/e2e.h"
+#include "core/codemem.h"
+#include "host/layout.h"
 #include "test.h"
 
 static E2E_NOIPA uint64_t probed(uint64_t x)

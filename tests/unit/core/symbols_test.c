@@ -7,8 +7,8 @@
  * FDE is known as nothing (it could be a .cold part entered by a jump).
  */
 #include "core/code_write.h"
-#include "core/internal.h"
 #include "core/maps.h"
+#include "core/modules.h"
 #include "ifunc_lib.h"
 #include "test.h"
 

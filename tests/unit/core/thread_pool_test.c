@@ -13,7 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/thread.h"
+#include "host/layout.h"
 #include "test.h"
 
 static void *first_hit(void *arg)

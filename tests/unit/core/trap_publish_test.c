@@ -9,7 +9,8 @@
  */
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "core/trap.h"
+#include "host/layout.h"
 #include "test.h"
 
 #define START 0x10000ull /* the region's bytes: any address, never run */

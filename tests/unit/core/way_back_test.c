@@ -9,11 +9,14 @@
  * stops threads between translated blocks, and a block starts there) came
  * back into the middle of a jump (e2e-torture, t_short+4).
  */
+#include <nanoprobe/nanoprobe.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/internal.h"
+#include "arch/arch.h"
+#include "core/codemem.h"
 #include "core/stack_scan.h"
+#include "host/host.h"
 #include "test.h"
 
 #define LAND 0x10004ull /* where the trampoline jumps back: any number */
