@@ -160,6 +160,16 @@ struct np_isa {
 				 * are exceptions reported at their own address */
 	unsigned max_insn;    /* longest instruction */
 	unsigned insn_align;  /* instruction alignment (1 on x86) */
+	/* The breakpoint is one byte, and so fits over the first byte of any
+	 * instruction: a longer patch goes in behind a breakpoint on its
+	 * first byte (the cross-modifying code protocol, batch.c's
+	 * breakpoint_first). Otherwise patches as long as the breakpoint are
+	 * written word by word (word_write.c). */
+	bool breakpoint_first;
+	/* The length perf_event_attr.bp_len gives an instruction breakpoint
+	 * (the kernel's convention: sizeof(long) on x86-64, the instruction's
+	 * on arm64); 0 when the ISA has no watchpoints. */
+	uint8_t watch_exec_len;
 	uint64_t jump_reach;  /* +/- range of the JUMP patch */
 	const char *jump_name;     /* the JUMP patch, as users read it: "jmp rel32" */
 	const char *jump_via_name; /* emit_jump_via's: "auipc+jalr"; NULL: none */

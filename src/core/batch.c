@@ -441,7 +441,7 @@ static void place_words(void)
 
 static void place_all(void)
 {
-	if (np_host_isa->trap_len == 1) /* x86: the byte-wise protocol above */
+	if (np_host_isa->breakpoint_first)
 		breakpoint_first();
 	else
 		place_words();

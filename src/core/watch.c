@@ -139,11 +139,7 @@ static void event_attr(struct perf_event_attr *a, uint64_t addr, size_t len,
 		     : type == NP_WATCH_RW  ? HW_BREAKPOINT_RW
 					    : HW_BREAKPOINT_X;
 	a->bp_addr = addr;
-	/* an instruction breakpoint's length is the kernel's convention:
-	 * sizeof(long) on x86-64, the instruction's 4 bytes on arm64 */
-	a->bp_len = type == NP_WATCH_EXEC ? (np_host_isa->insn_align == 1 ? sizeof(long)
-									   : np_host_isa->insn_align)
-					  : len;
+	a->bp_len = type == NP_WATCH_EXEC ? np_host_isa->watch_exec_len : len;
 	a->sample_period = 1;
 	a->exclude_kernel = 1; /* what the program does, not its syscalls */
 	a->exclude_hv = 1;

@@ -45,6 +45,7 @@ const struct np_isa np_isa_arm64 = {
 	.trap_pc_after = 0,          /* brk reports its own address */
 	.max_insn = 4,
 	.insn_align = 4,
+	.watch_exec_len = 4,
 	.jump_reach = (1u << 27) - 4, /* +-128 MiB, less the last word */
 	.jump_name = "b",
 	.jump_via_name = "adrp+add+br",

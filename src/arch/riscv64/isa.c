@@ -47,6 +47,7 @@ const struct np_isa np_isa_riscv64 = {
 	.trap_len = 2,             /* c.ebreak */
 	.max_insn = 4,
 	.insn_align = 2,
+	.watch_exec_len = 2,
 	.jump_reach = 1ull << 20,  /* jal: +-1 MiB */
 	.jump_name = "jal",
 	.jump_via_name = "auipc+jalr",
