@@ -12,9 +12,8 @@ one above. src/arch is pure ISA code: it includes nothing of the engine.
 core and the host runtimes meet only through the host contract: host/host.h
 (what a runtime provides, and the engine's few services it may call) and
 host/layout.h (the objects both read: the context, the site, region and
-thread blocks). A runtime includes those, the hit path's libc replacements
-(core/nolibc.h) and the piece lists of trampolines (core/pieces.h), and
-nothing else of core. The agent enters core through core/embed.h alone.
+thread blocks). A runtime includes those and the hit path's libc
+replacements (core/nolibc.h), nothing else of core. The agent enters core through core/embed.h alone.
 
 Inside core, the concerns are layers too (CORE_TIERS): the base (engine
 state, the fork protocol, code writes, the process's maps and threads),
@@ -49,8 +48,7 @@ import sys
 RULES = {
     "src/arch": ("arch/",),
     "src/plan": ("arch/", "plan/"),
-    "src/host": ("arch/", "plan/plan.h", "host/", "core/nolibc.h", "core/pieces.h",
-                 "nanoprobe/"),
+    "src/host": ("arch/", "plan/plan.h", "host/", "core/nolibc.h", "nanoprobe/"),
     "src/core": ("arch/", "plan/", "core/", "host/host.h", "host/layout.h", "nanoprobe/"),
     "src/agent": ("agent/", "arch/", "host/host.h", "core/embed.h", "core/fork.h",
                   "core/nolibc.h", "core/clock.h", "nanoprobe/"),

@@ -245,6 +245,32 @@ struct np_thread {
 	} sh;
 };
 
+/* What the trampolines (src/host/<isa>/tramp.S, and the code the runtimes
+ * emit) read at fixed offsets, checked here, once for every host. */
+_Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
+_Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
+_Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
+_Static_assert(offsetof(struct np_thread, in_site) == 0,
+	       "tramp.S: x86-64 cmpq $0, (block); arm64 ldr x10, [block]");
+_Static_assert(offsetof(struct np_site, version) == 0,
+	       "tramp.S: x86-64 cmpl $v, (site); arm64 ldr w11, [site]");
+/* x86-64's inline return path (its tramp.S: T_*, F_*, S_GEN, CTX_ARMED) */
+_Static_assert(offsetof(struct np_thread, shadow_top) == 12, "tramp.S: T_TOP");
+_Static_assert(offsetof(struct np_thread, shadow_limit) == 20, "tramp.S: T_LIMIT");
+_Static_assert(offsetof(struct np_thread, ret_data) == 24, "tramp.S: T_RET_DATA");
+_Static_assert(offsetof(struct np_thread, shadow) == 1048608, "tramp.S: T_SHADOW");
+_Static_assert(sizeof(struct np_shadow_frame) == 48, "tramp.S: FRAME_ADDR");
+_Static_assert(offsetof(struct np_shadow_frame, ret) == 0 &&
+		       offsetof(struct np_shadow_frame, slot) == 8 &&
+		       offsetof(struct np_shadow_frame, site) == 16 &&
+		       offsetof(struct np_shadow_frame, gen) == 24 &&
+		       offsetof(struct np_shadow_frame, flags) == 28 &&
+		       offsetof(struct np_shadow_frame, data) == 32 &&
+		       offsetof(struct np_shadow_frame, expect) == 40,
+	       "tramp.S: F_*");
+_Static_assert(offsetof(struct np_site, gen) == 40, "tramp.S: S_GEN");
+_Static_assert(NP_CTX_ARMED == 0x400, "tramp.S: CTX_ARMED");
+
 /* The hit path: the engine's entries, called by trampolines and the trap
  * handler (the runtime's tramp.S calls them by name). */
 void np__dispatch(struct np_ctx *ctx);

@@ -22,9 +22,9 @@
  * offsets), one entry per distinct value.
  */
 #include "core/nolibc.h"
-#include "core/pieces.h"
 #include "host/host.h"
 #include "host/layout.h"
+#include "host/pieces.h"
 
 #include <errno.h>
 #include <string.h>
@@ -62,12 +62,6 @@ extern const uint8_t np_a64_restore_full_redirect[], np_a64_restore_args_redirec
 extern const uint8_t np_a64_redirect_fp[], np_a64_redirect[], np_a64_redirect_args_fp[];
 extern const uint8_t np_a64_redirect_args[], np_a64_redirect_brk[];
 extern const uint8_t np_a64_ret_tramp[], np_a64_ret_tramp_fpu[];
-
-_Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
-_Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
-_Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
-_Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: ldr x10, [block]");
-_Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: ldr w11, [site]");
 
 #define SP 31
 #define LR 30

@@ -33,10 +33,6 @@ extern const uint8_t np_rv_site_rest[], np_rv_site_rest_nofp[];
 extern const uint8_t np_rv_redirect_brk[];
 extern const uint8_t np_rv_ret_tramp[], np_rv_ret_tramp_nofp[];
 
-_Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
-_Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
-_Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
-
 #define RA 1
 #define SP 2
 #define C_NOP 0x0001

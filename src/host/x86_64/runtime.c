@@ -81,27 +81,6 @@ static uint32_t xsave_mask; /* x87, SSE, AVX, AVX-512: what XCR0 enables */
 static bool have_xsavec;
 static int32_t self_disp; /* %fs displacement of the thread-block pointer */
 
-_Static_assert(offsetof(struct np_ctx, regs) == NP_CTX_REGS_OFF, "ctx layout");
-_Static_assert(offsetof(struct np_ctx, redirect) == 12, "ctx layout");
-_Static_assert(sizeof(struct np_ctx) == 288, "ctx layout used by tramp.S");
-_Static_assert(offsetof(struct np_thread, in_site) == 0, "tramp.S: cmpq $0, (block)");
-_Static_assert(offsetof(struct np_site, version) == 0, "tramp.S: cmpl $v, (site)");
-/* the inline return path (tramp.S: T_*, F_*, S_GEN, SHADOW_DEPTH) */
-_Static_assert(offsetof(struct np_thread, shadow_top) == 12, "tramp.S: T_TOP");
-_Static_assert(offsetof(struct np_thread, shadow_limit) == 20, "tramp.S: T_LIMIT");
-_Static_assert(offsetof(struct np_thread, ret_data) == 24, "tramp.S: T_RET_DATA");
-_Static_assert(offsetof(struct np_thread, shadow) == 1048608, "tramp.S: T_SHADOW");
-_Static_assert(sizeof(struct np_shadow_frame) == 48, "tramp.S: FRAME_ADDR");
-_Static_assert(offsetof(struct np_shadow_frame, ret) == 0 &&
-		       offsetof(struct np_shadow_frame, slot) == 8 &&
-		       offsetof(struct np_shadow_frame, site) == 16 &&
-		       offsetof(struct np_shadow_frame, gen) == 24 &&
-		       offsetof(struct np_shadow_frame, flags) == 28 &&
-		       offsetof(struct np_shadow_frame, data) == 32 &&
-		       offsetof(struct np_shadow_frame, expect) == 40,
-	       "tramp.S: F_*");
-_Static_assert(offsetof(struct np_site, gen) == 40, "tramp.S: S_GEN");
-_Static_assert(NP_CTX_ARMED == 0x400, "tramp.S: CTX_ARMED");
 
 /* A template piece being copied out, with the slots to fill in it. */
 struct slot {
