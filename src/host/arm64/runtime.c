@@ -13,7 +13,7 @@
  * through a register free there (np_region.scratch.resume). The
  * out-of-line copy of a TRAP region is the relocated word alone.
  *
- * A site block is built as on x86-64 (core/pieces.h): save (full, or the
+ * A site block is built as on x86-64 (host/pieces.h): save (full, or the
  * caller-saved registers only for NP_PROBE_ARGS_ONLY at an entry), the
  * FP/SIMD state only when a handler may touch it, the inline hit path
  * (guard, version check, a counter bump and a direct call per probe,
