@@ -3,9 +3,9 @@
 """The layers stay layers: every `#include "..."` of the tree against the
 dependency rule of docs/design.md ("Layers").
 
-    arch  <-  plan  <-  core  <-  agent, tools
+    arch  <-  plan  <-  core  <-  agent (through core/embed.h), tools
                          |
-                        host (meets core through host/host.h only)
+                        host (meets core through host/host.h, host/layout.h)
 
 A layer includes its own headers and those of the layers below it, never
 one above. src/arch is pure ISA code: it includes nothing of the engine.
@@ -13,10 +13,11 @@ core and the host runtimes meet only through the host contract: host/host.h
 (what a runtime provides, and the engine's few services it may call) and
 host/layout.h (the objects both read: the context, the site, region and
 thread blocks). A runtime includes those and the hit path's libc
-replacements (core/nolibc.h), nothing else of core. The agent enters core through core/embed.h alone.
+replacements (core/nolibc.h), nothing else of core. The agent enters
+core through core/embed.h (and the libc replacements and the clock).
 
 Inside core, the concerns are layers too (CORE_TIERS): the base (engine
-state, the fork protocol, code writes, the process's maps and threads),
+state, the fork protocol, code writes, the process's maps and tasks),
 then code memory and what the modules say, then threads, traps and the
 stop, then placing probes (sites, regions, batches, the patch protocols).
 A core file includes the headers of its own tier and the ones below.
