@@ -14,7 +14,8 @@ core and the host runtimes meet only through the host contract: host/host.h
 host/layout.h (the objects both read: the context, the site, region and
 thread blocks). A runtime includes those and the hit path's libc
 replacements (core/nolibc.h), nothing else of core. The agent enters
-core through core/embed.h (and the libc replacements and the clock).
+core through core/embed.h and core/fork.h (and the libc replacements and
+the clock).
 
 Inside core, the concerns are layers too (CORE_TIERS): the base (engine
 state, the fork protocol, code writes, the process's maps and tasks),

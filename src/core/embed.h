@@ -5,7 +5,8 @@
  * which runs the command's session inside the traced program, needs to
  * keep its descriptors out of the program's way, hook the loader with
  * probes of its own and keep the program's signal settings from undoing
- * the engine's. This header is the agent's only door into core.
+ * the engine's. With core/fork.h (how a copy of the process knows itself),
+ * this header is all the agent sees of core.
  */
 #ifndef NP_CORE_EMBED_H
 #define NP_CORE_EMBED_H
