@@ -276,9 +276,21 @@ struct np_targets {
 };
 /* Decode each function of a module, [starts[i], starts[i + 1]) (starts
  * sorted; the last 64 bytes; at most 64 KiB each), through mem, and add
- * the branches that leave it to t. 0, or -ENOMEM (t keeps what it had). */
+ * the branches that leave it to t. 0, or the first failure: -ENOMEM, or
+ * the read's -errno for a function that could not be read (t then holds
+ * the targets of the others: not all the module's). */
 int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
 			  const struct np_mem *mem, const uint64_t *starts, size_t n);
+/* The same one function at a time: the end np_targets_add_module takes
+ * for the i-th of the n starts; the function [start, end) decoded, its
+ * outward branches added to t unsorted (0 or the first failure, as
+ * above); then t from index 'sorted' on sorted into what was before it. */
+uint64_t np_targets_function_end(const uint64_t *starts, size_t n, size_t i);
+int np_targets_add_function(struct np_targets *t, const struct np_isa *isa,
+			    const struct np_mem *mem, uint64_t start, uint64_t end);
+void np_targets_sort(struct np_targets *t, size_t sorted);
+/* Add v[0, n) to t. 0, or -ENOMEM (t keeps what it had). */
+int np_targets_merge(struct np_targets *t, const uint64_t *v, size_t n);
 /* Each target in (lo, hi), passed to add. */
 void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
 		     void (*add)(void *to, uint64_t target), void *to);

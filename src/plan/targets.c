@@ -87,14 +87,14 @@ static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
 struct scan {
 	struct np_targets *t;
 	uint64_t lo, hi; /* the function being decoded */
-	bool ok;
+	int err;         /* the first failure: what t holds is not all */
 };
 
 static void keep_outside(void *cookie, uint64_t target)
 {
 	struct scan *s = cookie;
 	if ((target < s->lo || target >= s->hi) && !push(s->t, target))
-		s->ok = false;
+		s->err = s->err ? s->err : -ENOMEM;
 }
 
 /* Decode [start, end); its outward branches join s->t. */
@@ -105,28 +105,58 @@ static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *
 	uint8_t *code = malloc(len);
 	s->lo = start;
 	s->hi = start + len;
-	if (!code) {
-		s->ok = false;
-		return;
-	}
-	if (mem->read(mem->cookie, start, code, len) == 0)
+	int err = code ? mem->read(mem->cookie, start, code, len) : -ENOMEM;
+	if (!err)
 		isa->branch_targets(code, len, start, mem, keep_outside, s);
+	else if (!s->err)
+		s->err = err;
 	free(code);
+}
+
+uint64_t np_targets_function_end(const uint64_t *starts, size_t n, size_t i)
+{
+	return i + 1 < n ? starts[i + 1] : starts[i] + LAST_FUNCTION;
+}
+
+int np_targets_add_function(struct np_targets *t, const struct np_isa *isa,
+			    const struct np_mem *mem, uint64_t start, uint64_t end)
+{
+	struct scan s = {t, 0, 0, 0};
+	if (end > start)
+		scan(&s, isa, mem, start, end);
+	return s.err;
+}
+
+void np_targets_sort(struct np_targets *t, size_t sorted)
+{
+	sort_tail(t->v, t->n, sorted);
+	t->n = dedupe(t->v, t->n);
 }
 
 int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
 			  const struct np_mem *mem, const uint64_t *starts, size_t n)
 {
 	size_t before = t->n;
-	struct scan s = {t, 0, 0, true};
+	int err = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t end = i + 1 < n ? starts[i + 1] : starts[i] + LAST_FUNCTION;
-		if (end > starts[i])
-			scan(&s, isa, mem, starts[i], end);
+		int e = np_targets_add_function(t, isa, mem, starts[i],
+						np_targets_function_end(starts, n, i));
+		err = err ? err : e;
 	}
-	sort_tail(t->v, t->n, before);
-	t->n = dedupe(t->v, t->n);
-	return s.ok ? 0 : -ENOMEM;
+	np_targets_sort(t, before);
+	return err;
+}
+
+int np_targets_merge(struct np_targets *t, const uint64_t *v, size_t n)
+{
+	size_t before = t->n;
+	for (size_t i = 0; i < n; i++)
+		if (!push(t, v[i])) {
+			t->n = before;
+			return -ENOMEM;
+		}
+	np_targets_sort(t, before);
+	return 0;
 }
 
 void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
