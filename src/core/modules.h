@@ -48,6 +48,9 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
  * registers; NULL when unknown (the analysis then assumes the least). */
 struct np_regsum;
 const struct np_regsum *np_neighbor_regsum(uint64_t addr);
+/* Modules whose neighbours were decoded, and read from the scan cache
+ * (scan_cache.c), in this process so far. */
+void np_neighbor_stats(unsigned *scanned, unsigned *loaded);
 /* The executable sections of the ELF file mapped at addr (stubs: only
  * its PLT sections), at run-time addresses: how many were written to
  * lo[], hi[] (at most max); 0 when unknown (no section headers). */

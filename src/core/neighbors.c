@@ -11,6 +11,11 @@
  * instruction of __memmove_avx512_unaligned_erms, which a patch must not
  * displace. A table fde.c cannot read means no neighbour scan.
  *
+ * That decode costs about 0.1 s for libc, and every traced process paid it
+ * at its start, every exec'd one again: its result is kept between
+ * processes by scan_cache.c, per module build, and read back instead
+ * whenever everything it was made from is what this process has.
+ *
  * On ISAs whose plans need free registers (np_isa.relocate_via) the same
  * scan can feed the module's register summaries (src/arch/regsum.h):
  * which functions some code of the module calls or jumps to directly, and
@@ -25,6 +30,7 @@
 #include "arch/regsum.h"
 #include "core/modules.h"
 #include "core/plan_host.h" /* np_read_original */
+#include "core/scan_cache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +50,16 @@ struct cache {
 	unsigned long long subs;
 };
 static struct cache cache;
+
+static struct {
+	unsigned scanned, loaded; /* modules decoded, read from the scan cache */
+} stats;
+
+void np_neighbor_stats(unsigned *scanned, unsigned *loaded)
+{
+	*scanned = stats.scanned;
+	*loaded = stats.loaded;
+}
 
 static bool push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 {
@@ -67,12 +83,6 @@ static void cache_reset_if_stale(unsigned long long subs)
 		np_regsum_free(cache.sums[i]);
 	cache.targets.n = cache.nmodules = 0;
 	cache.subs = subs;
-}
-
-static int read_code(void *cookie, uint64_t addr, void *dst, size_t len)
-{
-	(void)cookie;
-	return np_read_original(addr, dst, len);
 }
 
 /* Modules whose every function has been decoded (by .eh_frame_hdr
@@ -150,19 +160,19 @@ static struct np_regsum *summarise(const struct np_fde_table *t)
 	return rs;
 }
 
-/* Decode every function of the module once: a branch may come from
- * anywhere in it (a hot function and its .cold part are far apart). */
+/* Every function of the module decoded once, or read from the scan
+ * cache: a branch may come from anywhere in it (a hot function and its
+ * .cold part are far apart). */
 static void scan_module(const struct np_fde_table *t)
 {
 	size_t cap = cache.cap_m;
-	uint64_t *starts = malloc(t->n * sizeof(*starts));
-	if (!starts)
-		return;
-	for (uint32_t i = 0; i < t->n; i++)
-		starts[i] = np_fde_table_start(t, i);
-	np_targets_add_module(&cache.targets, np_host_isa, &(struct np_mem){read_code, NULL, NULL},
-			      starts, t->n);
-	free(starts);
+	bool loaded;
+	int err = np_module_scan(t, &cache.targets, &loaded);
+	stats.loaded += loaded;
+	stats.scanned += !loaded;
+	if (err)
+		np_logf(NP_LOG_DEBUG, "neighbour scan of the module at 0x%llx: %s",
+			(unsigned long long)t->base, strerror(-err));
 	if (!push(&cache.modules, &cache.nmodules, &cache.cap_m, t->base))
 		return;
 	if (cache.cap_m != cap || !cache.sums) {
