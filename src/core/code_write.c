@@ -71,18 +71,40 @@ void np_barrier_threads(void)
 		ipi_fallback();
 }
 
-int np_code_write_init(void)
+/*
+ * The expedited membarriers are registered for once per process. That is
+ * cheap while the process has one thread; with more, the kernel waits for
+ * an RCU grace period per command before it returns (synchronize_rcu in
+ * sync_runqueues_membarrier_state): 10 to 16 ms each on a busy 2-vCPU VM,
+ * most of what a traced process waited for at its start once its scan came
+ * from the cache (bench/membarrier_register.c). So the preloaded agent's
+ * constructor registers while the program's thread is still the only one,
+ * before it starts its own (np_engine_preinit), and np_code_write_init
+ * finds it done. It runs on the program's thread: raw system calls, no
+ * allocation, errno kept. Once.
+ */
+void np_code_write_register(void)
 {
-	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ipi_page == MAP_FAILED)
-		return -errno;
+	static int done;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	int saved = errno;
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
 	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		have_sync_core =
 			membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0;
 	if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		have_expedited = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+	errno = saved;
+}
+
+int np_code_write_init(void)
+{
+	ipi_page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ipi_page == MAP_FAILED)
+		return -errno;
+	np_code_write_register();
 	if (!have_sync_core)
 		np_logf(NP_LOG_INFO, "membarrier SYNC_CORE unavailable: using mprotect IPIs");
 	return 0;

@@ -10,6 +10,9 @@
 /* The membarrier registrations, or the page the fallback uses. 0 or
  * -errno (engine start-up). */
 int np_code_write_init(void);
+/* The membarrier registrations alone, once: slow once the process has a
+ * second thread, so the agent asks for them first (np_engine_preinit). */
+void np_code_write_register(void);
 /* Serialise instruction fetch on every core that runs one of our threads. */
 void np_sync_cores(void);
 /* A full memory barrier on every running thread of the process. */

@@ -19,6 +19,13 @@
  * fork handlers registered before the embedder's, so they run in the
  * order that keeps the embedder's lock outside the engine's. 0 or -errno. */
 int np_engine_init(void);
+/* What np_engine_init would do that costs far more once the process has a
+ * second thread, each step then waiting for an RCU grace period: the
+ * membarrier registrations (code_write.c). For the preloaded agent's
+ * constructor, on the program's thread before it starts its own: system
+ * calls only, no allocation, errno kept. Once; np_engine_init does it
+ * where it was not done. */
+void np_engine_preinit(void);
 
 #define NP_FD_HIGH 700 /* where kept descriptors go (np_fd_move_high) */
 

@@ -47,6 +47,11 @@ static void engine_init(void)
 		np_logf(NP_LOG_ERROR, "cannot initialise: %s", strerror(-init_err));
 }
 
+void np_engine_preinit(void)
+{
+	np_code_write_register();
+}
+
 int np_engine_init(void)
 {
 	pthread_once(&init_once, engine_init);
