@@ -792,8 +792,9 @@ __attribute__((constructor)) static void agent_preloaded(void)
 	if (!preload_target(name, sizeof(name)) || !claim_session())
 		return;
 	np_agent_busy++; /* until the program's own code runs */
-	/* Registered for membarrier while the program's thread is the only
-	 * one: with two, that alone took 20-30 ms (core/embed.h). */
+	/* Registered for membarrier, and the descriptor table grown, while
+	 * the program's thread is the only one: with two, each waits for an
+	 * RCU grace period, 15-30 ms (core/embed.h). */
 	np_engine_preinit();
 	/* The control thread is created before any probe is placed, and it
 	 * places them: pthread_create runs clone3 with every signal blocked,

@@ -19,6 +19,7 @@
 #include "core/reclaim.h"
 #include "host/host.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,25 @@ int np_fd_move_high(int fd)
 		return fd; /* a low limit: keep the one we have */
 	close(fd);
 	return high;
+}
+
+/* The first descriptor at NP_FD_HIGH grows the process's descriptor
+ * table, and while another thread shares the table the kernel first waits
+ * for an RCU grace period (expand_fdtable): 15 to 27 ms for the first
+ * traced process of a session, whose table came small from the command's
+ * fork (an exec'd one inherits its parent's, grown already). Grown while
+ * the program's thread is the only one, it costs microseconds and stays
+ * grown. For np_engine_preinit: a descriptor for a moment, errno kept. */
+void np_fd_table_grow(void)
+{
+	int saved = errno;
+	int fd = open("/", O_PATH | O_CLOEXEC);
+	int high = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, NP_FD_HIGH) : -1;
+	if (high >= 0)
+		close(high);
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
 }
 
 void np_code_begin(void)

@@ -33,6 +33,8 @@ int np_codemem_fill(uint64_t addr, const void *src, size_t len);
 void np_codemem_stage(bool on);
 int np_codemem_flush(void);
 void np_code_begin(void); /* an API call that may write code starts */
+/* Make room for descriptors at NP_FD_HIGH now (np_engine_preinit). */
+void np_fd_table_grow(void);
 bool np_code_mapped_exec(uint64_t addr, size_t len);
 
 #endif

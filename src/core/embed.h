@@ -21,10 +21,11 @@
 int np_engine_init(void);
 /* What np_engine_init would do that costs far more once the process has a
  * second thread, each step then waiting for an RCU grace period: the
- * membarrier registrations (code_write.c). For the preloaded agent's
- * constructor, on the program's thread before it starts its own: system
- * calls only, no allocation, errno kept. Once; np_engine_init does it
- * where it was not done. */
+ * membarrier registrations (code_write.c), the descriptor table grown to
+ * NP_FD_HIGH (codemem.c). For the preloaded agent's constructor, on the
+ * program's thread before it starts its own: system calls only, no
+ * allocation, errno kept, a descriptor open for a moment. Once;
+ * np_engine_init does it where it was not done. */
 void np_engine_preinit(void);
 
 #define NP_FD_HIGH 700 /* where kept descriptors go (np_fd_move_high) */

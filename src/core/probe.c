@@ -50,6 +50,7 @@ static void engine_init(void)
 void np_engine_preinit(void)
 {
 	np_code_write_register();
+	np_fd_table_grow();
 }
 
 int np_engine_init(void)
