@@ -195,15 +195,16 @@ static int registers(const struct np_fn_view *v, struct np_plan *p)
 	return 0;
 }
 
-/* The jump at addr; the plan is extended over regions it overlaps until
- * the set is stable. */
-static int plan_from(const struct np_fn_view *v, uint64_t addr, enum np_jump_form form,
-		     struct np_plan *p)
+/* The jump at addr, displacing at least [addr, upto) (0: the jump's own
+ * bytes); the plan is extended over regions it overlaps until the set is
+ * stable. */
+static int plan_from(const struct np_fn_view *v, uint64_t addr, uint64_t upto,
+		     enum np_jump_form form, struct np_plan *p)
 {
 	p->form = form;
 	p->jump_len = form == NP_JUMP_LONG ? np_plan_long_len(v->isa, addr) : v->isa->jump_len;
 	p->via = 0;
-	uint64_t need = addr + p->jump_len;
+	uint64_t need = addr + p->jump_len > upto ? addr + p->jump_len : upto;
 	p->start = addr;
 	p->merged = false;
 	p->no_register = false;
@@ -240,24 +241,28 @@ static int plan_from(const struct np_fn_view *v, uint64_t addr, enum np_jump_for
  * instruction in too. That is what leaves a site where no jump of its own
  * fits (riscv: a 2-byte ret at the end of a function, or one followed by
  * code; a branch landing on the second half of the 4 bytes; a tail call
- * whose relocated jump cannot reach from the trampoline) to the trap:
- * control reaches addr only from the instruction before, now through the
- * trampoline, since the plan is refused when a branch lands on addr
- * (strictly inside its bytes), and when that instruction is a call (it
- * would return inside) or a jump. Not over a region already there: the
- * plan grows forward only. */
+ * whose relocated jump cannot reach from the trampoline; x86: a USDT nop
+ * followed by a ret and more code, after an instruction as long as the
+ * jump) to the trap: control reaches addr only from the instruction
+ * before, now through the trampoline, since the plan is refused when a
+ * branch lands on addr (strictly inside its bytes), and when that
+ * instruction is a call (it would return inside) or a jump. The plan
+ * displaces addr's instruction whole even where the jump's bytes end
+ * before it: the trampoline runs it, the site's probe first. Not over a
+ * region already there: the plan grows forward only. */
 int np_plan_jump_before(const struct np_fn_view *v, uint64_t addr, enum np_jump_form form,
 			struct np_plan *p)
 {
 	struct np_plan_region r;
+	struct np_insn in;
 	uint64_t prev = np_fn_view_previous(v, addr);
 	if (!prev || region_over(v, prev, addr, &r))
 		return REFUSE(p, "no instruction before 0x%llx to jump from",
 			      (unsigned long long)addr);
-	int err = plan_from(v, prev, form, p);
-	if (!err && p->end <= addr)
-		return REFUSE(p, "the jump at 0x%llx ends before 0x%llx", (unsigned long long)prev,
+	if (np_fn_view_decode(v, addr, &in))
+		return REFUSE(p, "cannot decode the instruction at 0x%llx",
 			      (unsigned long long)addr);
+	int err = plan_from(v, prev, addr + in.len, form, p);
 	/* addr must be run from the trampoline, not be filler patched over
 	 * after a jump or return (which nothing reaches: its probe would
 	 * never fire, and the engine would have no place for it) */
@@ -273,7 +278,7 @@ int np_plan_jump_before(const struct np_fn_view *v, uint64_t addr, enum np_jump_
 int np_plan_jump(const struct np_fn_view *v, uint64_t addr, enum np_jump_form form,
 		 struct np_plan *p)
 {
-	int err = plan_from(v, addr, form, p);
+	int err = plan_from(v, addr, 0, form, p);
 	struct np_plan *back;
 	if (err != -EOPNOTSUPP || !(back = malloc(sizeof(*back))))
 		return err;

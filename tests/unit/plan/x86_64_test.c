@@ -353,6 +353,40 @@ TEST(x86_a_jump_ending_on_a_call_4_bytes_in_ends_on_its_first_byte)
 	np_fn_view_free(&v);
 }
 
+/* the view of code[len] at BASE, planned at pc */
+static int plan_at(struct fake_host *h, const uint8_t *code, size_t len, uint64_t pc,
+		   struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_host_init(h, BASE, code, len);
+	fake_view(&v, ISA, h, BASE + len, BASE + len, true, pc, 0);
+	int err = fake_site(&v, pc, &near, s);
+	np_fn_view_free(&v);
+	return err;
+}
+
+/* A USDT probe's nop after an instruction as long as the jump, a ret and
+ * more code after it (STAP_PROBE at the end of a function with a cold
+ * path behind): the jump at the instruction before takes the nop in. */
+static const uint8_t usdt_before_ret[] = {
+	0x48, 0x89, 0xbc, 0x24, 0x00, 0x01, 0x00, 0x00, /* +0  mov %rdi,0x100(%rsp) */
+	0x90,                                           /* +8  nop: the probe */
+	0xc3,                                           /* +9  ret */
+	0xb8, 0x01, 0x00, 0x00, 0x00,                   /* +10 mov $0x1,%eax */
+	0xc3,                                           /* +15 ret */
+};
+
+TEST(x86_the_jump_before_a_site_covers_the_sites_instruction)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	CHECK_EQ(plan_at(&h, usdt_before_ret, sizeof(usdt_before_ret), BASE + 8, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.start, BASE);
+	CHECK_EQ(s.plan.end, BASE + 9);
+	CHECK_EQ(s.plan.ninsn, 2);
+}
+
 TEST(x86_boundaries_follow_a_sweep_from_the_entry)
 {
 	struct fake_host h;
