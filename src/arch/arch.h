@@ -105,6 +105,48 @@ struct np_reloc_scratch {
 	uint64_t resume;
 };
 
+/*
+ * What a scan of a function's branches reports (np_isa.branch_targets).
+ * An indirect jump the scan cannot resolve says where its target comes
+ * from: loaded_at is the pc of the load that read it from memory as a
+ * whole pointer, unchanged since (the jump's own memory operand: its own
+ * pc), or 0 when it is computed (a sum, a register of unknown origin).
+ * The planner knows where loaded pointers can point (docs/design.md,
+ * "Indirect jumps"); a computed target may be anywhere.
+ */
+struct np_branch_sink {
+	/* control may go from the instruction at from to target */
+	void (*target)(void *cookie, uint64_t from, uint64_t target);
+	/* the instruction at from forms the code or data address addr (lea,
+	 * adr, adrp+add, auipc+addi, an absolute immediate); NULL: not asked */
+	void (*formed)(void *cookie, uint64_t from, uint64_t addr);
+	/* the indirect jump at from is not resolved, or the bytes at from do
+	 * not decode (loaded_at 0); NULL: not asked */
+	void (*unresolved)(void *cookie, uint64_t from, uint64_t loaded_at);
+	void *cookie;
+};
+
+/*
+ * What one instruction does to the stack pointer and to the frame pointer
+ * (x86-64 rbp, arm64 x29, riscv64 s0), both taken before it: the stack
+ * pointer stays, moves by sp_delta (push, pop, sub, stp with writeback),
+ * becomes the frame pointer plus sp_delta (leave, mov %rbp,%rsp), or
+ * becomes something else; the frame pointer stays, becomes the stack
+ * pointer plus fp_delta (mov %rsp,%rbp, add x29, sp, #16), or something
+ * else. Calls leave the stack pointer as they found it, for the code
+ * after them.
+ */
+enum np_frame_op {
+	NP_FRAME_KEEP = 0,
+	NP_FRAME_ADD,     /* sp only: sp + delta */
+	NP_FRAME_FROM,    /* the other register + delta */
+	NP_FRAME_UNKNOWN, /* any other write */
+};
+struct np_frame_effect {
+	uint8_t sp, fp; /* enum np_frame_op */
+	int32_t sp_delta, fp_delta;
+};
+
 /* The general registers one instruction reads and writes (bit i:
  * np_regs.gpr[i]), for the free-register analysis (src/arch/freereg.h).
  * Reads may over-approximate; writes must be certain (a write on only
@@ -194,13 +236,19 @@ struct np_isa {
 	 * distance allows. Bytes written or -ENOSPC. */
 	int (*emit_jump_any)(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
 
-	/* Every address inside [code, code+len) (a whole function at pc) that
-	 * control can reach other than by falling through: direct branch
-	 * targets and the entries of jump tables the ISA code recognises
-	 * (table contents read through mem). Returns how many indirect jumps
-	 * could not be resolved (>= 0), or -errno. */
+	/* The branches of [code, code+len) (a whole function at pc), to sink:
+	 * every address control can reach other than by falling through
+	 * (direct branch and call targets, the entries of jump tables the ISA
+	 * code recognises, their contents read through mem), every code
+	 * address the function forms, and every indirect jump it cannot
+	 * resolve. Returns how many those are (>= 0), or -errno. */
 	int (*branch_targets)(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-			      void (*found)(void *cookie, uint64_t target), void *cookie);
+			      const struct np_branch_sink *sink);
+	/* What the instruction at code does to the stack pointer and the
+	 * frame pointer, for the stack heights of a function (src/plan/).
+	 * 0, or -EILSEQ / -ENODATA as decode. */
+	int (*frame_effect)(const uint8_t *code, size_t avail, uint64_t pc,
+			    struct np_frame_effect *out);
 
 	/* 0 when the code at fn (a handler) provably never touches vector,
 	 * x87 or MXCSR state on any path, 1 otherwise; code read through mem. */

@@ -66,11 +66,11 @@ static int dead_filler(const struct np_fn_view *v, struct np_plan *p, uint64_t n
 		return REFUSE(p, "the filler after the jump or return at 0x%llx may be a "
 				 "branch target: %d indirect jump(s) of the function are unresolved",
 			      (unsigned long long)nofall, v->unresolved);
-	for (size_t i = 0; i < v->ntargets; i++)
-		if (v->targets[i] >= from && v->targets[i] < need)
-			return REFUSE(p, "a branch lands at 0x%llx, in the filler after the jump or "
-					 "return at 0x%llx", (unsigned long long)v->targets[i],
-				      (unsigned long long)nofall);
+	uint64_t t = np_fn_view_lands_in(v, from, need);
+	if (t)
+		return REFUSE(p, "a branch lands at 0x%llx, in the filler after the jump or "
+				 "return at 0x%llx",
+			      (unsigned long long)t, (unsigned long long)nofall);
 	return 0;
 }
 
@@ -122,6 +122,26 @@ static int cover(const struct np_fn_view *v, struct np_plan *p, uint64_t need)
 	return 0;
 }
 
+/* Unresolved jumps land only where the stack is as high as where they
+ * are taken (heights.c): a displaced instruction after the first at
+ * another height is no place for them. */
+static int check_unresolved(const struct np_fn_view *v, struct np_plan *p)
+{
+	for (unsigned k = 1; k < p->ninsn; k++) {
+		uint64_t pc = p->insn[k].pc;
+		if (!np_fn_view_jump_may_land(v, pc))
+			continue;
+		if (v->jump_sp && np_fn_view_height(v, pc) != NP_HEIGHT_UNKNOWN)
+			return REFUSE(p,
+				      "the function has %d indirect jump(s) whose targets cannot "
+				      "be resolved, one at the stack height of 0x%llx",
+				      v->unresolved, (unsigned long long)pc);
+		return REFUSE(p, "the function has %d indirect jump(s) whose targets cannot be "
+				 "resolved", v->unresolved);
+	}
+	return 0;
+}
+
 static int check_targets(const struct np_fn_view *v, struct np_plan *p)
 {
 	if (p->ninsn <= 1)
@@ -129,13 +149,12 @@ static int check_targets(const struct np_fn_view *v, struct np_plan *p)
 	if (!v->fb.known)
 		return REFUSE(p, "the function's bounds are unknown, so branches into the "
 				 "displaced bytes cannot be ruled out");
-	if (v->unresolved)
-		return REFUSE(p, "the function has %d indirect jump(s) whose targets cannot be "
-				 "resolved", v->unresolved);
-	for (size_t i = 0; i < v->ntargets; i++)
-		if (v->targets[i] > p->start && v->targets[i] < p->end)
-			return REFUSE(p, "a branch lands at 0x%llx, inside the displaced bytes",
-				      (unsigned long long)v->targets[i]);
+	if (check_unresolved(v, p))
+		return -EOPNOTSUPP;
+	uint64_t t = np_fn_view_lands_in(v, p->start + 1, p->end);
+	if (t)
+		return REFUSE(p, "a branch lands at 0x%llx, inside the displaced bytes",
+			      (unsigned long long)t);
 	return 0;
 }
 

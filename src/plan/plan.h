@@ -35,7 +35,8 @@
  * each with the reason the strategies before it were not taken.
  *
  * Files: view.c (the function's bytes, targets and free registers),
- * plan.c (the bytes a jump or a breakpoint displaces), site.c (the order),
+ * heights.c (its stack heights, where unresolved jumps may land), plan.c
+ * (the bytes a jump or a breakpoint displaces), site.c (the order),
  * model.c (a file's trampoline places), targets.c (a module's branches).
  */
 #ifndef NP_PLAN_H
@@ -100,6 +101,15 @@ enum np_view_flag {
 	NP_VIEW_REGISTERS = 1u << 1,
 };
 
+/* A branch of the function (direct, or a jump table's entry), and an
+ * indirect jump it could not resolve, as the ISA's scan reports them. */
+struct np_fn_edge {
+	uint64_t from, to;
+};
+struct np_fn_jump {
+	uint64_t pc, loaded_at; /* np_branch_sink.unresolved's */
+};
+
 struct np_fn_view {
 	const struct np_isa *isa;
 	const struct np_plan_host *host;
@@ -108,9 +118,21 @@ struct np_fn_view {
 	uint64_t base;   /* address of code[0] */
 	uint8_t *code;   /* original bytes of [base, base + len) */
 	size_t len;
-	uint64_t *targets; /* where control lands other than by falling through */
+	uint64_t *targets; /* where control lands other than by falling through
+			    * (sorted once the view is loaded) */
 	size_t ntargets, cap;
-	int unresolved;    /* indirect jumps whose targets are unknown */
+	struct np_fn_edge *edges; /* the function's own, sorted by from */
+	size_t nedges, edge_cap;
+	struct np_fn_jump *jumps; /* the indirect jumps the scan left unresolved */
+	size_t njumps, jump_cap;
+	bool lost;       /* out of memory: a target may be missing */
+	int unresolved;  /* indirect jumps that may land anywhere of their
+			  * stack height */
+	int32_t *sp;     /* per boundary: the stack pointer less the entry's,
+			  * or NP_HEIGHT_UNKNOWN; NULL: not analysed */
+	int32_t *jump_sp; /* the heights the unresolved jumps are taken at,
+			   * sorted; NULL with unresolved: not all known */
+	size_t njump_sp;
 	struct np_freereg fr; /* registers free where, when have_fr */
 	bool have_fr;
 	struct np_freereg_env env; /* the module's, once asked, when have_env */
@@ -137,6 +159,8 @@ void np_fn_view_free(struct np_fn_view *v);
  * module that has them, not asked before). */
 bool np_fn_view_use_module(struct np_fn_view *v);
 int np_fn_view_decode(const struct np_fn_view *v, uint64_t pc, struct np_insn *in);
+/* The index of the boundary at pc in v->bounds, or v->nbounds. */
+size_t np_fn_view_index(const struct np_fn_view *v, uint64_t pc);
 /* Is addr an instruction boundary of the function (linear sweep)? */
 bool np_fn_view_is_boundary(const struct np_fn_view *v, uint64_t addr);
 /* The instruction just before addr, or 0: addr is the entry, or the
@@ -151,6 +175,21 @@ uint64_t np_fn_view_boundary_from(const struct np_fn_view *v, uint64_t addr);
 bool np_fn_view_reserved_open(const struct np_fn_view *v, uint64_t from, uint64_t addr);
 /* Registers free at pc (within isa->scratch_ok); 0 where unknown. */
 uint64_t np_fn_view_free_at(const struct np_fn_view *v, uint64_t pc);
+/* May an indirect jump of the function whose targets are unknown land at
+ * pc, an instruction boundary? False only where pc's stack height is
+ * known and none of those jumps is taken at that height (heights.c). */
+bool np_fn_view_jump_may_land(const struct np_fn_view *v, uint64_t pc);
+
+#define NP_HEIGHT_UNKNOWN INT32_MIN
+/* The stack pointer at pc less the entry's, or NP_HEIGHT_UNKNOWN. */
+int32_t np_fn_view_height(const struct np_fn_view *v, uint64_t pc);
+
+/* The stack heights of the function's instruction boundaries (heights.c):
+ * v->sp and v->jump_sp. 0 or -ENOMEM. */
+int np_fn_view_heights(struct np_fn_view *v);
+/* The first address control may land on in [lo, hi), other than by
+ * falling through; 0 when none. */
+uint64_t np_fn_view_lands_in(const struct np_fn_view *v, uint64_t lo, uint64_t hi);
 
 /* ------------------------------------------------------------------ */
 /* The bytes a patch displaces (plan.c)                                */
@@ -294,6 +333,7 @@ int np_targets_merge(struct np_targets *t, const uint64_t *v, size_t n);
 /* Each target in (lo, hi), passed to add. */
 void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
 		     void (*add)(void *to, uint64_t target), void *to);
+
 void np_targets_free(struct np_targets *t);
 /* The function starts of the .eh_frame_hdr search table at hdr (as GNU
  * ld and lld write it), read through mem: *starts (malloc'd, sorted) and

@@ -90,9 +90,10 @@ struct scan {
 	int err;         /* the first failure: what t holds is not all */
 };
 
-static void keep_outside(void *cookie, uint64_t target)
+static void keep_outside(void *cookie, uint64_t from, uint64_t target)
 {
 	struct scan *s = cookie;
+	(void)from;
 	if ((target < s->lo || target >= s->hi) && !push(s->t, target))
 		s->err = s->err ? s->err : -ENOMEM;
 }
@@ -106,8 +107,9 @@ static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *
 	s->lo = start;
 	s->hi = start + len;
 	int err = code ? mem->read(mem->cookie, start, code, len) : -ENOMEM;
+	struct np_branch_sink sink = {keep_outside, NULL, NULL, s};
 	if (!err)
-		isa->branch_targets(code, len, start, mem, keep_outside, s);
+		isa->branch_targets(code, len, start, mem, &sink);
 	else if (!s->err)
 		s->err = err;
 	free(code);

@@ -19,20 +19,57 @@
 
 #define PADDING_WINDOW 64 /* bytes past the end a plan may look at */
 
+static bool grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *nv = realloc(*v, c * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = c;
+	return true;
+}
+
 static void add_target(void *cookie, uint64_t target)
 {
 	struct np_fn_view *v = cookie;
-	if (v->ntargets == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint64_t *t = realloc(v->targets, cap * sizeof(*t));
-		if (!t) {
-			v->unresolved++; /* be conservative when out of memory */
-			return;
-		}
-		v->targets = t;
-		v->cap = cap;
-	}
-	v->targets[v->ntargets++] = target;
+	if (!grow((void **)&v->targets, &v->cap, v->ntargets, sizeof(*v->targets)))
+		v->lost = true; /* be conservative when out of memory */
+	else
+		v->targets[v->ntargets++] = target;
+}
+
+/* The function's own branches: a target, and an edge for the heights. */
+static void own_target(void *cookie, uint64_t from, uint64_t target)
+{
+	struct np_fn_view *v = cookie;
+	add_target(v, target);
+	if (!grow((void **)&v->edges, &v->edge_cap, v->nedges, sizeof(*v->edges)))
+		v->lost = true;
+	else
+		v->edges[v->nedges++] = (struct np_fn_edge){from, target};
+}
+
+/* An address the function forms inside itself: a computed goto's label,
+ * a switch table's base, a return address pushed by hand. A target
+ * whatever its jumps: this function's own code may go there. */
+static void own_formed(void *cookie, uint64_t from, uint64_t addr)
+{
+	struct np_fn_view *v = cookie;
+	(void)from;
+	if (addr >= v->fb.start && addr < v->fb.end)
+		add_target(v, addr);
+}
+
+static void own_unresolved(void *cookie, uint64_t from, uint64_t loaded_at)
+{
+	struct np_fn_view *v = cookie;
+	if (!grow((void **)&v->jumps, &v->jump_cap, v->njumps, sizeof(*v->jumps)))
+		v->lost = true;
+	else
+		v->jumps[v->njumps++] = (struct np_fn_jump){from, loaded_at};
 }
 
 static int host_read(void *cookie, uint64_t addr, void *dst, size_t len)
@@ -45,10 +82,17 @@ void np_fn_view_free(struct np_fn_view *v)
 {
 	free(v->code);
 	free(v->targets);
+	free(v->edges);
+	free(v->jumps);
 	free(v->bounds);
 	free(v->bound_flags);
+	free(v->sp);
+	free(v->jump_sp);
 	v->bounds = NULL;
 	v->bound_flags = NULL;
+	v->edges = NULL;
+	v->jumps = NULL;
+	v->sp = v->jump_sp = NULL;
 	if (v->have_fr)
 		np_freereg_release(&v->fr);
 	v->code = NULL;
@@ -113,16 +157,54 @@ static int sweep(struct np_fn_view *v)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+	const struct np_fn_edge *x = a, *y = b;
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* The first of v[n] (sorted) in [lo, hi), or 0. */
+static uint64_t first_in(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = n;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (v[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < n && v[a] < hi ? v[a] : 0;
+}
+
+uint64_t np_fn_view_lands_in(const struct np_fn_view *v, uint64_t lo, uint64_t hi)
+{
+	return first_in(v->targets, v->ntargets, lo, hi);
+}
+
 /* Where control can land in the function; jump tables are read through
  * the host, from live memory or from a file. */
-static void analyse(struct np_fn_view *v)
+static int analyse(struct np_fn_view *v)
 {
 	struct np_mem mem = {host_read, NULL, (void *)v->host};
-	int u = v->isa->branch_targets(v->code, body_len(v), v->base, &mem, add_target, v);
-	v->unresolved = u < 0 ? 1 : u;
+	struct np_branch_sink sink = {own_target, own_formed, own_unresolved, v};
+	int u = v->isa->branch_targets(v->code, body_len(v), v->base, &mem, &sink);
+	if (u < 0)
+		v->lost = true;
+	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
+	qsort(v->edges, v->nedges, sizeof(*v->edges), cmp_edge);
+	v->unresolved = (int)v->njumps + v->lost;
+	int err = v->unresolved ? np_fn_view_heights(v) : 0;
 	if (v->flags & NP_VIEW_MODULE)
 		ask_module(v);
 	analyse_registers(v);
+	return err;
 }
 
 /* [base, hi) of the view: the function and its padding, or a window. */
@@ -170,15 +252,20 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 		return -EFAULT;
 	if (v->fb.known && (err = sweep(v)))
 		return err;
-	if (v->fb.known)
-		analyse(v);
 	/* Branches from the neighbours into the bytes a plan may displace:
-	 * from the instruction before addr (where a jump goes when none fits
-	 * at addr, taking addr in) to the most a jump and what it absorbs
-	 * can cover after it. */
+	 * over the whole function
+	 * (a view plans every site of it), or, with its bounds unknown, from
+	 * the instruction before addr (where a jump goes when none fits at
+	 * addr, taking addr in) to the most a jump and what it absorbs can
+	 * cover after it. */
+	uint64_t lo = v->fb.known ? v->fb.start : addr;
+	lo = lo > isa->max_insn ? lo - isa->max_insn : 0;
+	hi = v->fb.known ? v->base + v->len : addr + NP_PLAN_NEIGHBOR_SPAN;
 	if (host && host->neighbor_targets)
-		host->neighbor_targets(host->cookie, addr > isa->max_insn ? addr - isa->max_insn : 0,
-				       addr + NP_PLAN_NEIGHBOR_SPAN, add_target, v);
+		host->neighbor_targets(host->cookie, lo, hi, add_target, v);
+	if (v->fb.known)
+		return analyse(v);
+	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
 	return 0;
 }
 
@@ -220,6 +307,12 @@ static size_t bound_index(const struct np_fn_view *v, uint64_t addr)
 			hi = mid;
 	}
 	return lo;
+}
+
+size_t np_fn_view_index(const struct np_fn_view *v, uint64_t pc)
+{
+	size_t i = v->fb.known ? bound_index(v, pc) : v->nbounds;
+	return i < v->nbounds && v->bounds[i] == pc ? i : v->nbounds;
 }
 
 bool np_fn_view_is_boundary(const struct np_fn_view *v, uint64_t addr)

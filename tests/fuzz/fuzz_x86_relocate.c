@@ -116,8 +116,9 @@ static void roundtrip(const uint8_t *src, const struct np_insn *in, uint64_t dst
 	free(out);
 }
 
-static void on_target(void *cookie, uint64_t target)
+static void on_target(void *cookie, uint64_t from, uint64_t target)
 {
+	(void)from;
 	(*(size_t *)cookie)++;
 	(void)target;
 }
@@ -147,7 +148,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct np_reloc whole = {data, size, SRC_PC, NULL, 0, 0, 0};
 		struct np_mem mem = {mem_read, mem_write, &whole};
 		size_t count = 0;
-		int rc = ISA->branch_targets(data, size, SRC_PC, &mem, on_target, &count);
+		/* every report counted */
+		struct np_branch_sink sink = {on_target, on_target, on_target, &count};
+		int rc = ISA->branch_targets(data, size, SRC_PC, &mem, &sink);
 		(void)rc;
 		char text[96];
 		for (size_t off = 0; off < size;) {

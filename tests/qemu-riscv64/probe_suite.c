@@ -393,7 +393,9 @@ static bool run_suite(unsigned i, enum mode m)
 {
 	uint64_t start = (uint64_t)suites[i].fn, end = (uint64_t)suites[i].end;
 	struct np_plan_places pl = {0};
-	struct np_plan_host host = {host_read, NULL, NULL, module_env, (void *)&suites[i].direct};
+	struct np_plan_host host = {.read = host_read,
+				    .module = module_env,
+				    .cookie = (void *)&suites[i].direct};
 	struct np_func_bounds fb = {start, end, end, true, true};
 	struct tally t = {0};
 	struct np_fn_view f;

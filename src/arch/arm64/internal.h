@@ -186,6 +186,8 @@ int a64_out_jump(struct a64_out *o, uint64_t to, uint64_t scratch);
 int a64_pick(uint64_t scratch);
 /* The registers one word reads and writes (regs.c). */
 void a64_uses(uint32_t w, struct np_reg_use *u);
+/* Is w of a form regs.c knows, whose writes a64_uses() gives all of? */
+bool a64_uses_known(uint32_t w);
 
 /* The np_isa hooks, one file each. */
 int a64_decode(const uint8_t *code, size_t avail, uint64_t pc, struct np_insn *out);
@@ -204,7 +206,8 @@ int a64_emit_jump(uint8_t *buf, uint64_t from, uint64_t to);
 int a64_emit_trap(uint8_t *buf);
 int a64_emit_jump_any(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
 int a64_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-		       void (*found)(void *cookie, uint64_t target), void *cookie);
+		       const struct np_branch_sink *sink);
+int a64_frame_effect(const uint8_t *code, size_t avail, uint64_t pc, struct np_frame_effect *out);
 int a64_vector_state_used(uint64_t fn, const struct np_mem *mem);
 
 /* The breakpoint nanoprobe writes: brk #0x6e70 ("np"), distinct from

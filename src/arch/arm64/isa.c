@@ -57,6 +57,7 @@ const struct np_isa np_isa_arm64 = {
 	.emit_trap = a64_emit_trap,
 	.emit_jump_any = a64_emit_jump_any,
 	.branch_targets = a64_branch_targets,
+	.frame_effect = a64_frame_effect,
 	.vector_state_used = a64_vector_state_used,
 	.nargs_reg = sizeof(a64_arg_regs),
 	.arg_regs = a64_arg_regs,

@@ -270,19 +270,31 @@ static const struct form forms[] = {
 	{0x0e000000, 0x0e000000, none},        /* the rest: vector registers only */
 };
 
+/* The form of w in the table, or NULL. */
+static const struct form *form_of(uint32_t w)
+{
+	for (size_t i = 0; i < A64_ARRAY_SIZE(forms); i++)
+		if ((w & forms[i].mask) == forms[i].value)
+			return &forms[i];
+	return NULL;
+}
+
 void a64_uses(uint32_t w, struct np_reg_use *u)
 {
-	size_t i = 0;
+	const struct form *f = form_of(w);
 
 	*u = (struct np_reg_use){0, 0};
-	while (i < A64_ARRAY_SIZE(forms) && (w & forms[i].mask) != forms[i].value)
-		i++;
-	if (i < A64_ARRAY_SIZE(forms))
-		forms[i].uses(w, u);
+	if (f)
+		f->uses(w, u);
 	else
 		unknown(w, u);
 	u->read &= ALL_X;
 	u->written &= ALL_X;
+}
+
+bool a64_uses_known(uint32_t w)
+{
+	return form_of(w) != NULL;
 }
 
 int a64_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out)

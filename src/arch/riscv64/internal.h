@@ -147,7 +147,8 @@ int rv_emit_trap(uint8_t *buf);
 int rv_emit_jump_any(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
 int rv_emit_jump_via(uint8_t *buf, size_t cap, uint64_t from, uint64_t to, uint64_t scratch);
 int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-		      void (*found)(void *cookie, uint64_t target), void *cookie);
+		      const struct np_branch_sink *sink);
+int rv_frame_effect(const uint8_t *code, size_t avail, uint64_t pc, struct np_frame_effect *out);
 bool rv_patch_needs_stop(const uint8_t *old, const uint8_t *new_, size_t len, uint64_t addr);
 int rv_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
 /* usdt.c: a USDT argument's operand (np_isa hook). */

@@ -59,6 +59,7 @@ const struct np_isa np_isa_riscv64 = {
 	.emit_trap = rv_emit_trap,
 	.emit_jump_any = rv_emit_jump_any,
 	.branch_targets = rv_branch_targets,
+	.frame_effect = rv_frame_effect,
 	.vector_state_used = rv_vector_state_used,
 	.nargs_reg = sizeof(rv_arg_regs),
 	.arg_regs = rv_arg_regs,

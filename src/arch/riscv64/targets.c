@@ -20,10 +20,13 @@
  *       add   rJ, rE, rT          (either order; rT may be a copy)
  *       jr    rJ
  *
- * An indirect jump that follows, in the same straight-line code, the
- * release of the stack frame (addi sp, sp, N > 0) is a tail call through
- * a register: code of this function would still need its frame, so the
- * jump leaves it, and it is resolved with no target.
+ * Any other indirect jump is reported unresolved, computed (loaded_at
+ * 0): where its register's value comes from would take pairing every
+ * auipc with its addi, which a linear scan cannot always do (the
+ * planner's rule for loaded pointers, x86-64's, needs every address the
+ * function forms). A tail call after the frame is released lands
+ * outside the function's displaced bytes by the planner's stack heights
+ * instead (docs/design.md, "Indirect jumps").
  *
  * Entries are int32 offsets from TABLE, read through np_mem; the bound
  * gives their number. The bound may test rI or its sext.w copy: either
@@ -208,24 +211,9 @@ static struct table match_table(const struct scan *s, unsigned rj)
 	return (struct table){0, 0};
 }
 
-/* Is the jr at the newest ring slot preceded, in straight-line code, by
- * the release of the frame? */
-static bool after_frame_release(const struct scan *s)
-{
-	for (int i = (int)s->n - 2; i >= 0; i--) {
-		uint32_t x = word_at(s, (unsigned)i);
-		unsigned op = rv_opcode(x);
-
-		if (op == RV_OP_JAL || op == RV_OP_JALR || op == RV_OP_BRANCH)
-			return false;
-		if ((x & 0x000fffffu) == 0x00010113u) /* addi sp, sp, imm */
-			return rv_imm_i(x) > 0;
-	}
-	return false;
-}
-
-static bool report_table(const struct table *t, const struct np_mem *mem,
-			 void (*found)(void *cookie, uint64_t target), void *cookie)
+/* The entries of t as targets of the jr at from. */
+static bool report_table(const struct table *t, const struct np_mem *mem, uint64_t from,
+			 const struct np_branch_sink *sink)
 {
 	if (!t->n || t->n > RV_MAX_TABLE || !mem || !mem->read)
 		return false;
@@ -234,9 +222,15 @@ static bool report_table(const struct table *t, const struct np_mem *mem,
 
 		if (mem->read(mem->cookie, t->base + 4 * i, &e, 4))
 			return false; /* entries reported so far stay: more targets is safe */
-		found(cookie, t->base + (uint64_t)(int64_t)e);
+		sink->target(sink->cookie, from, t->base + (uint64_t)(int64_t)e);
 	}
 	return true;
+}
+
+static void unresolved_at(const struct np_branch_sink *sink, uint64_t from)
+{
+	if (sink->unresolved)
+		sink->unresolved(sink->cookie, from, 0);
 }
 
 static void push(struct scan *s, size_t off)
@@ -250,7 +244,7 @@ static void push(struct scan *s, size_t off)
 }
 
 int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-		      void (*found)(void *cookie, uint64_t target), void *cookie)
+		      const struct np_branch_sink *sink)
 {
 	struct scan s = {.code = code, .pc = pc, .n = 0};
 	int unresolved = 0;
@@ -263,7 +257,10 @@ int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct
 		if (err == -ENODATA)
 			break;
 		if (err) { /* the low bits still give the length */
-			unresolved += !in_bad;
+			if (!in_bad) {
+				unresolved++;
+				unresolved_at(sink, pc + off);
+			}
 			in_bad = true;
 			s.n = 0;
 			off += (code[off] & 3) == 3 && (code[off] & 0x1f) != 0x1f ? 4 : 2;
@@ -272,11 +269,14 @@ int rv_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct
 		in_bad = false;
 		push(&s, off);
 		if (in.flags & NP_INSN_BRANCH) {
-			found(cookie, in.target);
+			sink->target(sink->cookie, pc + off, in.target);
 		} else if ((in.flags & NP_INSN_INDIRECT) && !(in.flags & NP_INSN_CALL)) {
 			struct table t = match_table(&s, rv_rs1(word_at(&s, s.n - 1)));
 
-			unresolved += !report_table(&t, mem, found, cookie) && !after_frame_release(&s);
+			if (!report_table(&t, mem, pc + off, sink)) {
+				unresolved++;
+				unresolved_at(sink, pc + off);
+			}
 		}
 		off += in.len;
 	}

@@ -7,7 +7,8 @@
  * keeps every pc-relative meaning when code moves (relocate.c), an
  * emulator for the instructions the trap path performs itself
  * (simulate.c), jump encodings (emit.c), the branch targets of a function
- * (targets.c) and objdump-like text (format.c).
+ * (targets.c), what an instruction does to the stack and frame pointers
+ * (frame.c) and objdump-like text (format.c).
  *
  * The simulator sees only struct np_insn, never the bytes (at trap time
  * the first byte is already 0xcc), so decode.c packs everything a
@@ -135,6 +136,7 @@ int x86_emit_trap(uint8_t *buf);
 int x86_emit_jump_any(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
 int x86_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
 int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-		       void (*found)(void *cookie, uint64_t target), void *cookie);
+		       const struct np_branch_sink *sink);
+int x86_frame_effect(const uint8_t *code, size_t avail, uint64_t pc, struct np_frame_effect *out);
 
 #endif /* NP_ARCH_X86_64_INTERNAL_H */

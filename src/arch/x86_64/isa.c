@@ -54,6 +54,7 @@ const struct np_isa np_isa_x86_64 = {
 	.emit_trap = x86_emit_trap,
 	.emit_jump_any = x86_emit_jump_any,
 	.branch_targets = x86_branch_targets,
+	.frame_effect = x86_frame_effect,
 	.vector_state_used = x86_vector_state_used,
 	.nargs_reg = sizeof(x86_arg_regs),
 	.arg_regs = x86_arg_regs,

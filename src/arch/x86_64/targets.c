@@ -50,11 +50,15 @@ struct scan {
 	size_t len;
 	uint64_t pc;
 	const struct np_mem *mem;
-	void (*found)(void *cookie, uint64_t target);
-	void *cookie;
+	const struct np_branch_sink *sink;
 	size_t ring[X86_RING]; /* offsets of the latest instructions */
 	unsigned n;            /* instructions pushed since the last reset */
 };
+
+static void found(const struct scan *s, uint64_t from, uint64_t target)
+{
+	s->sink->target(s->sink->cookie, from, target);
+}
 
 static ZydisRegister full_reg(ZydisRegister r)
 {
@@ -181,9 +185,11 @@ static uint64_t table_bound(const struct scan *s, unsigned from, ZydisRegister i
 }
 
 /* Report 'count' entries of 'size' bytes (4: int32 offsets from table,
- * 8: absolute addresses). */
+ * 8: absolute addresses) as targets of the jmp, the newest instruction. */
 static bool report_table(const struct scan *s, uint64_t table, uint64_t count, unsigned size)
 {
+	uint64_t from = pc_at(s, 0);
+
 	if (!s->mem)
 		return false;
 	for (uint64_t i = 0; i < count; i++) {
@@ -191,9 +197,9 @@ static bool report_table(const struct scan *s, uint64_t table, uint64_t count, u
 		uint64_t abs;
 
 		if (size == 4 && s->mem->read(s->mem->cookie, table + 4 * i, &rel, 4) == 0)
-			s->found(s->cookie, table + (uint64_t)(int64_t)rel);
+			found(s, from, table + (uint64_t)(int64_t)rel);
 		else if (size == 8 && s->mem->read(s->mem->cookie, table + 8 * i, &abs, 8) == 0)
-			s->found(s->cookie, abs);
+			found(s, from, abs);
 		else
 			return false;
 	}
@@ -251,7 +257,7 @@ static bool match_slot(const struct scan *s, uint64_t slot)
 
 	if (!s->mem || s->mem->read(s->mem->cookie, slot, &v, 8))
 		return false;
-	s->found(s->cookie, v);
+	found(s, pc_at(s, 0), v);
 	return v < s->pc || v >= s->pc + s->len;
 }
 
@@ -282,10 +288,18 @@ static bool maybe_control_flow(const ZydisDecodedInstruction *zi)
 	}
 }
 
-int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
-		       void (*found)(void *cookie, uint64_t target), void *cookie)
+static void report_unresolved(const struct scan *s, uint64_t from)
 {
-	struct scan s = {code, len, pc, mem, found, cookie, {0}, 0};
+	const struct np_branch_sink *k = s->sink;
+
+	if (k->unresolved)
+		k->unresolved(k->cookie, from, 0);
+}
+
+int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
+		       const struct np_branch_sink *sink)
+{
+	struct scan s = {code, len, pc, mem, sink, {0}, 0};
 	int unresolved = 0;
 	bool in_garbage = false;
 
@@ -301,7 +315,10 @@ int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struc
 			continue;
 		}
 		if (x86_zdecode(code + off, len - off, &x)) {
-			unresolved += !in_garbage;
+			if (!in_garbage) {
+				unresolved++;
+				report_unresolved(&s, pc + off);
+			}
 			in_garbage = true;
 			s.n = 0; /* no pattern spans undecodable bytes */
 			off++;
@@ -310,11 +327,13 @@ int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struc
 		in_garbage = false;
 		x86_classify(&x, pc + off, &n);
 		s.ring[s.n++ % X86_RING] = off;
-		if (n.flags & NP_INSN_BRANCH)
-			found(cookie, n.target);
-		else if ((n.flags & (NP_INSN_INDIRECT | NP_INSN_CALL)) == NP_INSN_INDIRECT &&
-			 !resolve_jmp(&s, &x, &n))
+		if (n.flags & NP_INSN_BRANCH) {
+			found(&s, pc + off, n.target);
+		} else if ((n.flags & (NP_INSN_INDIRECT | NP_INSN_CALL)) == NP_INSN_INDIRECT &&
+			   !resolve_jmp(&s, &x, &n)) {
 			unresolved++;
+			report_unresolved(&s, pc + off);
+		}
 		off += n.len;
 	}
 	return unresolved;

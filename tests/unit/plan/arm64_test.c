@@ -86,4 +86,57 @@ TEST(arm64_beyond_b_reach_the_long_form_goes_through_x16_at_an_entry)
 	np_fn_view_free(&v);
 }
 
+/* The long form displaces three words: an indirect jump whose targets
+ * are unknown may not land on the second or the third. br x16 after the
+ * frame is popped runs at the entry's height, the prologue's words after
+ * the first at 32 below it: it cannot land there. */
+static const uint8_t tail_call[] = {
+	0xfd, 0x7b, 0xbe, 0xa9, /* +0  stp x29, x30, [sp, #-32]! */
+	0xfd, 0x03, 0x00, 0x91, /* +4  mov x29, sp */
+	0xf3, 0x0b, 0x00, 0xf9, /* +8  str x19, [sp, #16] */
+	0x10, 0x00, 0x01, 0x8b, /* +12 add x16, x0, x1: a computed target */
+	0xf3, 0x0b, 0x40, 0xf9, /* +16 ldr x19, [sp, #16] */
+	0xfd, 0x7b, 0xc2, 0xa8, /* +20 ldp x29, x30, [sp], #32 */
+	0x00, 0x02, 0x1f, 0xd6, /* +24 br x16 */
+};
+
+static const uint8_t body_switch[] = {
+	0xfd, 0x7b, 0xbe, 0xa9, /* +0  stp x29, x30, [sp, #-32]! */
+	0xfd, 0x03, 0x00, 0x91, /* +4  mov x29, sp */
+	0xf3, 0x0b, 0x00, 0xf9, /* +8  str x19, [sp, #16] */
+	0x10, 0x00, 0x01, 0x8b, /* +12 add x16, x0, x1 */
+	0x00, 0x02, 0x1f, 0xd6, /* +16 br x16: a switch, in the frame */
+	0xf3, 0x0b, 0x40, 0xf9, /* +20 ldr x19, [sp, #16] */
+	0xfd, 0x7b, 0xc2, 0xa8, /* +24 ldp x29, x30, [sp], #32 */
+	0xc0, 0x03, 0x5f, 0xd6, /* +28 ret */
+};
+
+static void plan_far(const uint8_t *code, size_t len, struct np_site_plan *s)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	fake_host_init(&h, BASE, code, len);
+	fake_view(&v, ISA, &h, BASE + len, BASE + len, true, BASE, 0);
+	fake_site(&v, BASE, &far, s);
+	np_fn_view_free(&v);
+}
+
+TEST(arm64_a_tail_call_after_the_frame_is_popped_leaves_the_long_jump_the_prologue)
+{
+	struct np_site_plan s;
+	plan_far(tail_call, sizeof(tail_call), &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_LONG);
+	CHECK_EQ(s.plan.end, BASE + 12);
+}
+
+TEST(arm64_a_switch_in_the_frame_refuses_the_long_jump_over_the_prologue)
+{
+	struct np_site_plan s;
+	plan_far(body_switch, sizeof(body_switch), &s);
+	CHECK(s.kind != NP_SITE_JUMP);
+	CHECK(strstr(s.why, "the function has 1 indirect jump(s) whose targets cannot be "
+			    "resolved, one at the stack height of 0x400004") != NULL);
+}
+
 TEST_MAIN()

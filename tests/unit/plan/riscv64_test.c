@@ -270,4 +270,41 @@ TEST(riscv64_the_nops_after_a_return_inside_the_function_are_patched_over)
 	np_fn_view_free(&v);
 }
 
+/* A switch on a masked value needs no bound check, so no branch stands
+ * between the frame's release and its jump: the scan took such a jump
+ * for a tail call (it follows addi sp,sp,16 in straight-line code) and
+ * let a jal displace the two cases. The stack heights know the cases
+ * only the switch reaches as of unknown height, where it may land. */
+static const uint8_t masked_switch[] = {
+	0x41, 0x11, /* +0  addi sp,sp,-16 */
+	0x06, 0xe4, /* +2  sd ra,8(sp) */
+	0xa2, 0x60, /* +4  ld ra,8(sp) */
+	0x41, 0x01, /* +6  addi sp,sp,16 */
+	0x0d, 0x89, /* +8  andi a0,a0,3 */
+	0xaa, 0x97, /* +10 add a5,a5,a0 */
+	0x82, 0x87, /* +12 jr a5 */
+	0x05, 0x45, /* +14 li a0,1: a case */
+	0x89, 0x45, /* +16 li a1,2: a case */
+	0x82, 0x80, /* +18 ret */
+};
+
+TEST(riscv64_a_switch_after_the_frame_is_released_is_no_tail_call)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, masked_switch, sizeof(masked_switch));
+	fake_view(&v, ISA, &h, BASE + sizeof(masked_switch), BASE + sizeof(masked_switch), true,
+		  BASE + 14, 0);
+	CHECK_EQ(fake_site(&v, BASE + 14, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK(strstr(s.why, "the function has 1 indirect jump(s) whose targets cannot be "
+			    "resolved") != NULL);
+	/* the prologue runs 16 below the entry, the jump at the entry's height */
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.end, BASE + 4);
+	np_fn_view_free(&v);
+}
+
 TEST_MAIN()

@@ -353,6 +353,10 @@ TEST(x86_a_jump_ending_on_a_call_4_bytes_in_ends_on_its_first_byte)
 	np_fn_view_free(&v);
 }
 
+/* ---- indirect jumps: stack heights (src/plan/heights.c) ---------------
+ * An indirect jump whose targets are unknown lands, inside its function,
+ * only where the stack is as high as where it is taken. */
+
 /* the view of code[len] at BASE, planned at pc */
 static int plan_at(struct fake_host *h, const uint8_t *code, size_t len, uint64_t pc,
 		   struct np_site_plan *s)
@@ -363,6 +367,86 @@ static int plan_at(struct fake_host *h, const uint8_t *code, size_t len, uint64_
 	int err = fake_site(&v, pc, &near, s);
 	np_fn_view_free(&v);
 	return err;
+}
+
+static const uint8_t frame_tail[] = {
+	0x53,                   /* +0  push %rbx */
+	0x55,                   /* +1  push %rbp */
+	0x48, 0x83, 0xec, 0x08, /* +2  sub $0x8,%rsp */
+	0x48, 0x89, 0xfb,       /* +6  mov %rdi,%rbx */
+	0x48, 0x8b, 0x47, 0x10, /* +9  mov 0x10(%rdi),%rax */
+	0x48, 0x01, 0xf0,       /* +13 add %rsi,%rax: a computed target */
+	0x48, 0x83, 0xc4, 0x08, /* +16 add $0x8,%rsp */
+	0x5d,                   /* +20 pop %rbp */
+	0x5b,                   /* +21 pop %rbx */
+	0xff, 0xe0,             /* +22 jmp *%rax: a tail call, the frame released */
+};
+
+TEST(x86_a_tail_call_after_the_frame_is_released_leaves_the_prologue_to_a_jump)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	/* push, push, sub: heights 8 and 16 inside, the jmp's is 0 */
+	CHECK_EQ(plan_at(&h, frame_tail, sizeof(frame_tail), BASE, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.end, BASE + 6);
+	/* add, pop: 16 inside */
+	CHECK_EQ(plan_at(&h, frame_tail, sizeof(frame_tail), BASE + 16, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.end, BASE + 21);
+}
+
+static const uint8_t body_switch[] = {
+	0x53,                         /* +0  push %rbx */
+	0x55,                         /* +1  push %rbp */
+	0x48, 0x83, 0xec, 0x08,       /* +2  sub $0x8,%rsp */
+	0x48, 0x89, 0xfb,             /* +6  mov %rdi,%rbx */
+	0x48, 0x01, 0xf0,             /* +9  add %rsi,%rax */
+	0xff, 0xe0,                   /* +12 jmp *%rax: a switch, the frame live */
+	0xb8, 0x01, 0x00, 0x00, 0x00, /* +14 mov $0x1,%eax: a case only it reaches */
+	0x48, 0x83, 0xc4, 0x08,       /* +19 add $0x8,%rsp */
+	0x5d,                         /* +23 pop %rbp */
+	0x5b,                         /* +24 pop %rbx */
+	0xc3,                         /* +25 ret */
+};
+
+TEST(x86_a_switch_whose_table_is_unknown_refuses_every_plan_at_its_height)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	/* the prologue runs at heights 8 and 16, the switch at 24 */
+	CHECK_EQ(plan_at(&h, body_switch, sizeof(body_switch), BASE, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	/* mov, add: the add at the switch's height, where a case may be */
+	CHECK_EQ(plan_at(&h, body_switch, sizeof(body_switch), BASE + 6, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* mov is simulated */
+	CHECK_STR(s.why, "the function has 1 indirect jump(s) whose targets cannot be resolved, "
+			 "one at the stack height of 0x400009");
+	/* the cases only the switch reaches have no height: any jump may land */
+	CHECK_EQ(plan_at(&h, body_switch, sizeof(body_switch), BASE + 19, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+	CHECK_STR(s.why, "the function has 1 indirect jump(s) whose targets cannot be resolved");
+}
+
+static const uint8_t frameless_switch[] = {
+	0x48, 0x85, 0xff, /* +0  test %rdi,%rdi */
+	0x74, 0x05,       /* +3  je +10 */
+	0x48, 0x01, 0xf0, /* +5  add %rsi,%rax */
+	0xff, 0xe0,       /* +8  jmp *%rax: at the entry's height, yet a switch */
+	0xc3,             /* +10 ret */
+};
+
+/* Return address on top and the stack pointer back at the entry's does
+ * not make a jump a tail call: a function with no frame has its switch
+ * there, and its cases too. */
+TEST(x86_a_jump_at_the_entrys_height_is_not_taken_for_a_tail_call)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	CHECK_EQ(plan_at(&h, frameless_switch, sizeof(frameless_switch), BASE, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK_STR(s.why, "the function has 1 indirect jump(s) whose targets cannot be resolved, "
+			 "one at the stack height of 0x400003");
 }
 
 /* A USDT probe's nop after an instruction as long as the jump, a ret and

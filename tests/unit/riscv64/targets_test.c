@@ -9,12 +9,20 @@ struct seen {
 	size_t n;
 };
 
-static void found(void *cookie, uint64_t target)
+static void found(void *cookie, uint64_t from, uint64_t target)
 {
 	struct seen *s = cookie;
 
+	(void)from;
 	if (s->n < 16)
 		s->t[s->n++] = target;
+}
+
+static int scan(const uint8_t *code, size_t len, const struct np_mem *mem, struct seen *s)
+{
+	struct np_branch_sink sink = {found, NULL, NULL, s};
+
+	return ISA->branch_targets(code, len, FN, mem, &sink);
 }
 
 TEST(direct_branches_and_calls_report_their_targets)
@@ -26,7 +34,7 @@ TEST(direct_branches_and_calls_report_their_targets)
 	/* beqz a0,.+12 ; jal .+0x1000 ; c.j .-4 ; ret */
 	rv_code(&c, (const uint64_t[]){I32(0x00050663), I32(0x000010ef), C16(0xbff5),
 				       I32(0x00008067), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 0);
+	CHECK_EQ(scan(c.b, c.len, &mem, &s), 0);
 	CHECK_EQ(s.n, 3);
 	CHECK_EQ(s.t[0], FN + 12);
 	CHECK_EQ(s.t[1], FN + 4 + 0x1000);
@@ -42,7 +50,7 @@ TEST(an_indirect_jump_is_unresolved_but_calls_and_returns_are_not)
 	/* jalr a5 ; jr a5 ; ret ; c.jr t0 */
 	rv_code(&c, (const uint64_t[]){I32(0x000780e7), I32(0x00078067), I32(0x00008067),
 				       C16(0x8282), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 1);
+	CHECK_EQ(scan(c.b, c.len, &mem, &s), 1);
 	CHECK_EQ(s.n, 0);
 }
 
@@ -55,10 +63,12 @@ TEST(undecodable_runs_count_once_each)
 	/* two V-extension words, nop, one more */
 	rv_code(&c, (const uint64_t[]){I32(0x02000057), I32(0x02000057), I32(0x00000013),
 				       I32(0x02000057), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 2);
+	CHECK_EQ(scan(c.b, c.len, &mem, &s), 2);
 }
 
-TEST(an_indirect_jump_after_the_frame_is_released_is_a_tail_call)
+/* Whether a tail call after the frame's release lands inside the
+ * function is the planner's stack heights' to say (tests/unit/plan/). */
+TEST(an_indirect_jump_after_the_frame_is_released_is_still_unresolved)
 {
 	struct rv_code c;
 	struct seen s = {.n = 0};
@@ -66,21 +76,7 @@ TEST(an_indirect_jump_after_the_frame_is_released_is_a_tail_call)
 
 	/* ld a5,32(a0) ; addi sp,sp,16 ; jr a5 */
 	rv_code(&c, (const uint64_t[]){C16(0x711c), C16(0x0141), C16(0x8782), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 0);
-}
-
-TEST(a_branch_or_a_frame_grown_before_the_jump_keeps_it_unresolved)
-{
-	struct rv_code c;
-	struct seen s = {.n = 0};
-	struct np_mem mem = {NULL, NULL, NULL};
-
-	/* ld a5,32(a0) ; addi sp,sp,16 ; beqz a0,.+4 ; jr a5 */
-	rv_code(&c, (const uint64_t[]){C16(0x711c), C16(0x0141), C16(0xc111), C16(0x8782), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 1);
-	/* addi sp,sp,-16 ; jr a5 */
-	rv_code(&c, (const uint64_t[]){C16(0x1141), C16(0x8782), 0});
-	CHECK_EQ(ISA->branch_targets(c.b, c.len, FN, &mem, found, &s), 1);
+	CHECK_EQ(scan(c.b, c.len, &mem, &s), 1);
 }
 
 /* The switch table GCC emits for PIC code, assembled and linked at FN by
@@ -120,7 +116,7 @@ TEST(a_pic_switch_table_is_resolved_to_its_entries)
 	fake_mem_init(&m, FN);
 	memcpy(m.buf, switch_fn, sizeof(switch_fn));
 	mem = fake_mem_ops(&m);
-	CHECK_EQ(ISA->branch_targets(switch_fn, 0x28, FN, &mem, found, &s), 0);
+	CHECK_EQ(scan(switch_fn, 0x28, &mem, &s), 0);
 	CHECK(seen(&s, FN + 0x24)); /* the bound's default */
 	CHECK(seen(&s, FN + 0x18));
 	CHECK(seen(&s, FN + 0x1c));
@@ -141,7 +137,7 @@ TEST(a_switch_table_without_its_bound_check_is_unresolved)
 	fake_mem_init(&m, FN);
 	memcpy(m.buf, code, sizeof(code));
 	mem = fake_mem_ops(&m);
-	CHECK_EQ(ISA->branch_targets(code, 0x28, FN, &mem, found, &s), 1);
+	CHECK_EQ(scan(code, 0x28, &mem, &s), 1);
 }
 
 TEST(a_switch_table_that_cannot_be_read_is_unresolved)
@@ -152,7 +148,7 @@ TEST(a_switch_table_that_cannot_be_read_is_unresolved)
 
 	fake_mem_init(&m, FN + 0x100000); /* the table is not there */
 	mem = fake_mem_ops(&m);
-	CHECK_EQ(ISA->branch_targets(switch_fn, 0x28, FN, &mem, found, &s), 1);
+	CHECK_EQ(scan(switch_fn, 0x28, &mem, &s), 1);
 }
 
 TEST_MAIN()

@@ -13,12 +13,21 @@ struct found {
 	size_t n;
 };
 
-static void collect(void *cookie, uint64_t target)
+static void collect(void *cookie, uint64_t from, uint64_t target)
 {
 	struct found *f = cookie;
 
+	(void)from;
 	if (f->n < sizeof(f->v) / sizeof(f->v[0]))
 		f->v[f->n++] = target;
+}
+
+static int targets_of(const uint8_t *code, size_t len, const struct np_mem *ops, struct found *f)
+{
+	struct np_branch_sink sink = {collect, NULL, NULL, f};
+
+	memset(f, 0, sizeof(*f));
+	return ISA->branch_targets(code, len, PC, ops, &sink);
 }
 
 static bool has(const struct found *f, uint64_t target)
@@ -35,8 +44,7 @@ static int scan(const uint8_t *code, size_t len, struct found *f)
 {
 	struct np_mem ops = fake_mem_ops(&mem);
 
-	memset(f, 0, sizeof(*f));
-	return ISA->branch_targets(code, len, PC, &ops, collect, f);
+	return targets_of(code, len, &ops, f);
 }
 
 /* gcc -fPIE: switch (x) { case 0..3 } */
@@ -248,8 +256,8 @@ TEST(unreadable_table_is_unresolved)
 
 	fake_mem_init(&mem, 0x10000); /* the table is not in it */
 	ops = fake_mem_ops(&mem);
-	CHECK_EQ(ISA->branch_targets(pie, sizeof(pie), PC, &ops, collect, &f), 1);
-	CHECK_EQ(ISA->branch_targets(pie, sizeof(pie), PC, NULL, collect, &f), 1);
+	CHECK_EQ(targets_of(pie, sizeof(pie), &ops, &f), 1);
+	CHECK_EQ(targets_of(pie, sizeof(pie), NULL, &f), 1);
 }
 
 TEST(indirect_jump_without_a_table_is_unresolved)
