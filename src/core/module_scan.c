@@ -75,6 +75,7 @@ static int scan_all(const struct np_scan_key *k, const uint64_t *starts, uint32_
 	uint32_t *fns = malloc((n ? n : 1) * sizeof(*fns));
 	size_t nfns = 0;
 	int err = fns ? 0 : -ENOMEM;
+	np_targets_code_range(&image, starts, n);
 	for (uint32_t i = 0; i < n && !err; i++) {
 		size_t before = image.n;
 		r.outside = false;
@@ -105,6 +106,8 @@ int np_module_scan(const struct np_fde_table *t, struct np_targets *out, bool *l
 	uint64_t *starts = function_starts(t);
 	int err = starts ? 0 : -ENOMEM;
 	*loaded = false;
+	if (!err)
+		np_targets_code_range(out, starts, t->n); /* where formed addresses count */
 	if (!err && np_scan_cache_key(t->base, t->n, &key) != 0) {
 		struct np_mem mem = {read_noting, NULL, &(struct reader){NULL, false}};
 		err = np_targets_add_module(out, np_host_isa, &mem, starts, t->n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the program's modules say of its code: function entries (entry.c),
  * bounds and sections (symbols.c), neighbours' branches (neighbors.c), the
- * unwind tables (fde.c). */
+ * code pointers they hold (held.c), the unwind tables (fde.c). */
 #ifndef NP_CORE_MODULES_H
 #define NP_CORE_MODULES_H
 
@@ -43,6 +43,13 @@ int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
  * (addr, addr + span): passed to add. */
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),
 			 void *cookie);
+/* The code addresses the functions around addr form in others (the same
+ * scan) that land in (addr, addr + span): passed to add; false when the
+ * module was not scanned. */
+bool np_neighbor_formed(uint64_t addr, size_t span, void (*add)(void *, uint64_t), void *cookie);
+/* The code pointers the module around lo holds (held.c) that land in
+ * (lo, hi): passed to add; false when they are not known. */
+bool np_held_targets(uint64_t lo, uint64_t hi, void (*add)(void *, uint64_t), void *cookie);
 /* What the functions of the module mapped at addr do to each other's
  * registers (src/arch/regsum.h), for ISAs whose plans need free
  * registers; NULL when unknown (the analysis then assumes the least). */

@@ -225,3 +225,12 @@ void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_
 	if (module_of(addr, &t) >= 0)
 		np_targets_each(&cache.targets, addr, addr + span, add, cookie);
 }
+
+bool np_neighbor_formed(uint64_t addr, size_t span, void (*add)(void *, uint64_t), void *cookie)
+{
+	struct np_fde_table t;
+	if (module_of(addr, &t) < 0)
+		return false;
+	np_targets_each_formed(&cache.targets, addr, addr + span, add, cookie);
+	return true;
+}

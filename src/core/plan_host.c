@@ -7,7 +7,8 @@
  * symbols the engine reads, the executable section's end), its bytes as
  * they were before any probe (the patches of the regions in place undone),
  * those regions themselves, the branches of the module's other functions
- * into the site (neighbors.c) and, when a plan lacks a register, what the
+ * into the site (neighbors.c), the code pointers the module holds
+ * (held.c) and, when a plan lacks a register, what the
  * module does to them (neighbors.c, np_neighbor_regsum). Where the plan
  * is then put in place is region.c's.
  */
@@ -71,6 +72,14 @@ static void neighbor_targets(void *cookie, uint64_t lo, uint64_t hi,
 	np_neighbor_targets(lo, hi - lo, add, to);
 }
 
+/* What the module's data holds, and its other functions form. */
+static bool held_targets(void *cookie, uint64_t lo, uint64_t hi,
+			 void (*add)(void *to, uint64_t target), void *to)
+{
+	(void)cookie;
+	return np_held_targets(lo, hi, add, to) && np_neighbor_formed(lo, hi - lo, add, to);
+}
+
 static bool module(void *cookie, uint64_t start, bool called, struct np_freereg_env *env)
 {
 	(void)cookie;
@@ -80,8 +89,13 @@ static bool module(void *cookie, uint64_t start, bool called, struct np_freereg_
 	return rs != NULL;
 }
 
-static const struct np_plan_host live = {read_original, region_over, neighbor_targets, module,
-					 NULL};
+static const struct np_plan_host live = {
+	.read = read_original,
+	.region = region_over,
+	.neighbor_targets = neighbor_targets,
+	.held_targets = held_targets,
+	.module = module,
+};
 
 /* The function around addr: the caller's bounds, or the symbols'. */
 static void bounds(uint64_t addr, uint64_t fstart, size_t fsize, struct np_func_bounds *fb)

@@ -21,6 +21,9 @@
  *     placed by request forbids;
  *   - branches from the neighbouring functions into the site's bytes
  *     (np_plan_host.neighbor_targets; targets.c scans a module for them);
+ *   - the code pointers the module holds and forms into the function
+ *     (np_plan_host.held_targets), where its jumps through pointers
+ *     loaded from memory may land;
  *   - what the module does to its registers (np_plan_host.module, as the
  *     free-register analysis takes it: src/arch/regsum.h makes it from
  *     the module's code), asked only when a plan lacks a free register;
@@ -37,7 +40,8 @@
  * Files: view.c (the function's bytes, targets and free registers),
  * heights.c (its stack heights, where unresolved jumps may land), plan.c
  * (the bytes a jump or a breakpoint displaces), site.c (the order),
- * model.c (a file's trampoline places), targets.c (a module's branches).
+ * model.c (a file's trampoline places), targets.c (a module's branches
+ * and held code pointers).
  */
 #ifndef NP_PLAN_H
 #define NP_PLAN_H
@@ -81,6 +85,15 @@ struct np_plan_host {
 	 * (lo, hi), each passed to add. */
 	void (*neighbor_targets)(void *cookie, uint64_t lo, uint64_t hi,
 				 void (*add)(void *to, uint64_t target), void *to);
+	/* The code pointers the module holds that land in (lo, hi): the
+	 * words of its segments, its relocations (targets.c's
+	 * np_targets_add_held), and the addresses its other functions form
+	 * there (np_targets_each_formed), each passed to add. True when they
+	 * are known: an indirect jump through a pointer loaded from memory
+	 * then lands only on one of them, or on one the function forms
+	 * itself (docs/design.md, "Indirect jumps"). */
+	bool (*held_targets)(void *cookie, uint64_t lo, uint64_t hi,
+			     void (*add)(void *to, uint64_t target), void *to);
 	/* What the rest of the module does to the registers of the function
 	 * at start (called: entered by calls only), for the free-register
 	 * analysis (src/arch/freereg.h): true with *env filled, which must
@@ -125,9 +138,15 @@ struct np_fn_view {
 	size_t nedges, edge_cap;
 	struct np_fn_jump *jumps; /* the indirect jumps the scan left unresolved */
 	size_t njumps, jump_cap;
+	uint64_t *pointers; /* code pointers the module holds, or forms in
+			     * other functions, into this one (sorted) */
+	size_t npointers, pointer_cap;
 	bool lost;       /* out of memory: a target may be missing */
+	bool held;       /* the host knows the pointers */
+	bool use_pointers; /* a jump is resolved by them: they are targets */
 	int unresolved;  /* indirect jumps that may land anywhere of their
-			  * stack height */
+			  * stack height (one through a loaded pointer, where
+			  * the pointers are known, does not) */
 	int32_t *sp;     /* per boundary: the stack pointer less the entry's,
 			  * or NP_HEIGHT_UNKNOWN; NULL: not analysed */
 	int32_t *jump_sp; /* the heights the unresolved jumps are taken at,
@@ -188,7 +207,8 @@ int32_t np_fn_view_height(const struct np_fn_view *v, uint64_t pc);
  * v->sp and v->jump_sp. 0 or -ENOMEM. */
 int np_fn_view_heights(struct np_fn_view *v);
 /* The first address control may land on in [lo, hi), other than by
- * falling through; 0 when none. */
+ * falling through: a branch target, or a held pointer where a jump of the
+ * function is resolved by them; 0 when none. */
 uint64_t np_fn_view_lands_in(const struct np_fn_view *v, uint64_t lo, uint64_t hi);
 
 /* ------------------------------------------------------------------ */
@@ -312,10 +332,12 @@ struct np_plan_realise np_plan_model(const struct np_plan_places *places);
 struct np_targets {
 	uint64_t *v;
 	size_t n, cap;
+	uint64_t code_lo, code_hi; /* where formed addresses are kept */
 };
 /* Decode each function of a module, [starts[i], starts[i + 1]) (starts
  * sorted; the last 64 bytes; at most 64 KiB each), through mem, and add
- * the branches that leave it to t. 0, or the first failure: -ENOMEM, or
+ * the branches that leave it to t, and the code addresses it forms in
+ * another (tagged NP_TARGET_FORMED). 0, or the first failure: -ENOMEM, or
  * the read's -errno for a function that could not be read (t then holds
  * the targets of the others: not all the module's). */
 int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
@@ -323,17 +345,35 @@ int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
 /* The same one function at a time: the end np_targets_add_module takes
  * for the i-th of the n starts; the function [start, end) decoded, its
  * outward branches added to t unsorted (0 or the first failure, as
- * above); then t from index 'sorted' on sorted into what was before it. */
+ * above), and the addresses it forms in t's code range (below); then t
+ * from index 'sorted' on sorted into what was before it. */
 uint64_t np_targets_function_end(const uint64_t *starts, size_t n, size_t i);
 int np_targets_add_function(struct np_targets *t, const struct np_isa *isa,
 			    const struct np_mem *mem, uint64_t start, uint64_t end);
 void np_targets_sort(struct np_targets *t, size_t sorted);
+/* Where the module's n functions (starts sorted) lie: the addresses they
+ * form are kept in t only there (np_targets_add_function; add_module sets
+ * it itself). */
+void np_targets_code_range(struct np_targets *t, const uint64_t *starts, size_t n);
 /* Add v[0, n) to t. 0, or -ENOMEM (t keeps what it had). */
 int np_targets_merge(struct np_targets *t, const uint64_t *v, size_t n);
+/* Add the code pointers held in [lo, hi) to t: its aligned 8-byte words,
+ * read through mem, whose value lies in [code_lo, code_hi). 0, -ENOMEM or
+ * the read's -errno (t keeps what it found). */
+int np_targets_add_held(struct np_targets *t, const struct np_mem *mem, uint64_t lo, uint64_t hi,
+			uint64_t code_lo, uint64_t code_hi);
+/* Add those of v[n] that lie in [code_lo, code_hi): 0 or -ENOMEM. */
+int np_targets_add_values(struct np_targets *t, const uint64_t *v, size_t n, uint64_t code_lo,
+			  uint64_t code_hi);
 /* Each target in (lo, hi), passed to add. */
 void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
 		     void (*add)(void *to, uint64_t target), void *to);
-
+/* Addresses np_targets_add_module found formed in one function and
+ * pointing into another are kept with this tag (above every address). */
+#define NP_TARGET_FORMED (1ull << 63)
+/* Each address formed in (lo, hi), untagged, passed to add. */
+void np_targets_each_formed(const struct np_targets *t, uint64_t lo, uint64_t hi,
+			    void (*add)(void *to, uint64_t target), void *to);
 void np_targets_free(struct np_targets *t);
 /* The function starts of the .eh_frame_hdr search table at hdr (as GNU
  * ld and lld write it), read through mem: *starts (malloc'd, sorted) and

@@ -13,6 +13,11 @@
  * .eh_frame_hdr search table: every function with unwind info, named or
  * not, stripped or not; the engine reads the table of a loaded module
  * (src/core/fde.c), the command the file's (np_eh_frame_hdr_starts).
+ * Addresses a function forms in another (lea, adr) are kept with them,
+ * tagged, and the code pointers the module's data holds in a set of
+ * their own (np_targets_add_held): where an indirect jump through a
+ * pointer loaded from memory may land (docs/design.md, "Indirect
+ * jumps").
  */
 #include "plan/plan.h"
 
@@ -98,6 +103,20 @@ static void keep_outside(void *cookie, uint64_t from, uint64_t target)
 		s->err = s->err ? s->err : -ENOMEM;
 }
 
+/* An address formed in another function's code: a .cold part's computed
+ * goto label, a pointer to an instruction a program keeps to probe it.
+ * Kept tagged (NP_TARGET_FORMED) in the same set: only the planner's rule
+ * for loaded pointers takes them (np_targets_each_formed), the branches'
+ * users do not. Data addresses (most of what lea forms) are left out. */
+static void keep_formed(void *cookie, uint64_t from, uint64_t addr)
+{
+	struct scan *s = cookie;
+	(void)from;
+	if (addr >= s->t->code_lo && addr < s->t->code_hi && (addr < s->lo || addr >= s->hi) &&
+	    !push(s->t, addr | NP_TARGET_FORMED))
+		s->err = s->err ? s->err : -ENOMEM;
+}
+
 /* Decode [start, end); its outward branches join s->t. */
 static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *mem,
 		 uint64_t start, uint64_t end)
@@ -107,12 +126,18 @@ static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *
 	s->lo = start;
 	s->hi = start + len;
 	int err = code ? mem->read(mem->cookie, start, code, len) : -ENOMEM;
-	struct np_branch_sink sink = {keep_outside, NULL, NULL, s};
+	struct np_branch_sink sink = {keep_outside, keep_formed, NULL, s};
 	if (!err)
 		isa->branch_targets(code, len, start, mem, &sink);
 	else if (!s->err)
 		s->err = err;
 	free(code);
+}
+
+void np_targets_code_range(struct np_targets *t, const uint64_t *starts, size_t n)
+{
+	t->code_lo = n ? starts[0] : 0;
+	t->code_hi = n ? np_targets_function_end(starts, n, n - 1) : 0;
 }
 
 uint64_t np_targets_function_end(const uint64_t *starts, size_t n, size_t i)
@@ -140,6 +165,7 @@ int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
 {
 	size_t before = t->n;
 	int err = 0;
+	np_targets_code_range(t, starts, n);
 	for (size_t i = 0; i < n; i++) {
 		int e = np_targets_add_function(t, isa, mem, starts[i],
 						np_targets_function_end(starts, n, i));
@@ -161,11 +187,65 @@ int np_targets_merge(struct np_targets *t, const uint64_t *v, size_t n)
 	return 0;
 }
 
+/*
+ * The code pointers a module holds: every aligned 8-byte word of [lo, hi)
+ * (read through mem, 64 KiB at a time) whose value lies in [code_lo,
+ * code_hi). In memory those are the relocated pointers of its data and
+ * whatever it stored since; in a file, the link-time values of a
+ * position-dependent executable, of RELR-packed and of in-place
+ * relocations (a RELA file's addends come from its relocations, added
+ * by the host). A word that only looks like one (a size, two ints) is
+ * one more target: a plan refused, never a wrong one.
+ */
+#define HELD_CHUNK 65536
+
+int np_targets_add_held(struct np_targets *t, const struct np_mem *mem, uint64_t lo, uint64_t hi,
+			uint64_t code_lo, uint64_t code_hi)
+{
+	size_t before = t->n;
+	uint64_t *w = malloc(HELD_CHUNK);
+	int err = w ? 0 : -ENOMEM;
+	lo = (lo + 7) & ~7ull;
+	for (uint64_t at = lo; !err && at + 8 <= hi; at += HELD_CHUNK) {
+		size_t len = hi - at < HELD_CHUNK ? (size_t)(hi - at) & ~(size_t)7 : HELD_CHUNK;
+		err = mem->read(mem->cookie, at, w, len);
+		for (size_t i = 0; !err && i < len / 8; i++)
+			if (w[i] >= code_lo && w[i] < code_hi && !push(t, w[i]))
+				err = -ENOMEM;
+	}
+	free(w);
+	sort_tail(t->v, t->n, before);
+	t->n = dedupe(t->v, t->n);
+	return err;
+}
+
+/* Each of v[n] in [code_lo, code_hi) joins t (a file's RELA addends). */
+int np_targets_add_values(struct np_targets *t, const uint64_t *v, size_t n, uint64_t code_lo,
+			  uint64_t code_hi)
+{
+	size_t before = t->n;
+	int err = 0;
+	for (size_t i = 0; !err && i < n; i++)
+		if (v[i] >= code_lo && v[i] < code_hi && !push(t, v[i]))
+			err = -ENOMEM;
+	sort_tail(t->v, t->n, before);
+	t->n = dedupe(t->v, t->n);
+	return err;
+}
+
 void np_targets_each(const struct np_targets *t, uint64_t lo, uint64_t hi,
 		     void (*add)(void *to, uint64_t target), void *to)
 {
 	for (size_t k = lower_bound(t->v, t->n, lo + 1); k < t->n && t->v[k] < hi; k++)
 		add(to, t->v[k]);
+}
+
+void np_targets_each_formed(const struct np_targets *t, uint64_t lo, uint64_t hi,
+			    void (*add)(void *to, uint64_t target), void *to)
+{
+	for (size_t k = lower_bound(t->v, t->n, (lo | NP_TARGET_FORMED) + 1);
+	     k < t->n && t->v[k] < (hi | NP_TARGET_FORMED); k++)
+		add(to, t->v[k] & ~NP_TARGET_FORMED);
 }
 
 void np_targets_free(struct np_targets *t)

@@ -41,6 +41,15 @@ static void add_target(void *cookie, uint64_t target)
 		v->targets[v->ntargets++] = target;
 }
 
+static void add_pointer(void *cookie, uint64_t target)
+{
+	struct np_fn_view *v = cookie;
+	if (!grow((void **)&v->pointers, &v->pointer_cap, v->npointers, sizeof(*v->pointers)))
+		v->lost = true;
+	else
+		v->pointers[v->npointers++] = target;
+}
+
 /* The function's own branches: a target, and an edge for the heights. */
 static void own_target(void *cookie, uint64_t from, uint64_t target)
 {
@@ -82,6 +91,7 @@ void np_fn_view_free(struct np_fn_view *v)
 {
 	free(v->code);
 	free(v->targets);
+	free(v->pointers);
 	free(v->edges);
 	free(v->jumps);
 	free(v->bounds);
@@ -96,7 +106,7 @@ void np_fn_view_free(struct np_fn_view *v)
 	if (v->have_fr)
 		np_freereg_release(&v->fr);
 	v->code = NULL;
-	v->targets = NULL;
+	v->targets = v->pointers = NULL;
 	v->have_fr = false;
 }
 
@@ -185,7 +195,36 @@ static uint64_t first_in(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi)
 
 uint64_t np_fn_view_lands_in(const struct np_fn_view *v, uint64_t lo, uint64_t hi)
 {
-	return first_in(v->targets, v->ntargets, lo, hi);
+	uint64_t t = first_in(v->targets, v->ntargets, lo, hi);
+	uint64_t p = v->use_pointers ? first_in(v->pointers, v->npointers, lo, hi) : 0;
+	return t && (!p || t < p) ? t : p;
+}
+
+/*
+ * Which unresolved jumps may land anywhere (of their stack height). A
+ * jump whose target was loaded whole from memory, or formed by `lea`,
+ * with nothing landing between that load and the jump, lands on a code
+ * pointer the program holds: where the module's data points or another
+ * function formed one (the host's held pointers), where this function
+ * formed one (its targets), or after a call (a return address, never
+ * strictly inside a plan). Where such a jump is so resolved, the held
+ * pointers are targets too (use_pointers), which a plan never has
+ * strictly inside its bytes: docs/design.md, "Indirect jumps".
+ */
+static void count_unresolved(struct np_fn_view *v)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < v->njumps; i++) {
+		const struct np_fn_jump *j = &v->jumps[i];
+		bool held = v->held && j->loaded_at && j->loaded_at <= j->pc &&
+			    !first_in(v->targets, v->ntargets, j->loaded_at + 1, j->pc + 1) &&
+			    !first_in(v->pointers, v->npointers, j->loaded_at + 1, j->pc + 1);
+		if (!held)
+			v->jumps[k++] = *j;
+	}
+	v->use_pointers = k < v->njumps;
+	v->njumps = k;
+	v->unresolved = (int)k + v->lost;
 }
 
 /* Where control can land in the function; jump tables are read through
@@ -198,8 +237,9 @@ static int analyse(struct np_fn_view *v)
 	if (u < 0)
 		v->lost = true;
 	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
+	qsort(v->pointers, v->npointers, sizeof(*v->pointers), cmp_u64);
 	qsort(v->edges, v->nedges, sizeof(*v->edges), cmp_edge);
-	v->unresolved = (int)v->njumps + v->lost;
+	count_unresolved(v);
 	int err = v->unresolved ? np_fn_view_heights(v) : 0;
 	if (v->flags & NP_VIEW_MODULE)
 		ask_module(v);
@@ -252,8 +292,8 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 		return -EFAULT;
 	if (v->fb.known && (err = sweep(v)))
 		return err;
-	/* Branches from the neighbours into the bytes a plan may displace:
-	 * over the whole function
+	/* Branches from the neighbours into the bytes a plan may displace,
+	 * and code pointers the module holds there: over the whole function
 	 * (a view plans every site of it), or, with its bounds unknown, from
 	 * the instruction before addr (where a jump goes when none fits at
 	 * addr, taking addr in) to the most a jump and what it absorbs can
@@ -263,6 +303,8 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 	hi = v->fb.known ? v->base + v->len : addr + NP_PLAN_NEIGHBOR_SPAN;
 	if (host && host->neighbor_targets)
 		host->neighbor_targets(host->cookie, lo, hi, add_target, v);
+	v->held = v->fb.known && host && host->held_targets &&
+		  host->held_targets(host->cookie, lo, hi, add_pointer, v);
 	if (v->fb.known)
 		return analyse(v);
 	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);

@@ -27,7 +27,7 @@
 #include "test.h"
 
 extern uint8_t api_seq[], api_seq_straddle[], api_loop[], api_tiny_nopad[], api_after_tiny[];
-extern uint8_t api_nop5[], api_pun[], api_pun2[];
+extern uint8_t api_nop5[], api_pun[], api_pun2[], api_tail_ptr[], api_held[];
 typedef uint64_t fn1(uint64_t);
 typedef uint64_t fn2(uint64_t, uint64_t);
 #define CALL1(f, x) (((fn1 *)(void *)(f))(x))
@@ -726,6 +726,51 @@ TEST(refused_forced_jump_says_why_when_a_branch_targets_the_displaced_bytes)
 	CHECK(p);
 	CHECK_EQ(CALL2(api_loop, 3, 4), 12);
 	CHECK_EQ(c.hits, 1);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+/* A tail call through a pointer read from memory, the frame released (it
+ * has none): the jump lands where pointers the program holds point, none
+ * in the entry's bytes, and the entry is a JUMP (it was a TRAP while such
+ * a jump counted as one that may land anywhere). */
+TEST(a_tail_call_through_a_loaded_pointer_leaves_the_entry_to_a_jump)
+{
+	static const uint8_t head[] = {0x48, 0x85, 0xff, 0x74, 0x09, 0x48, 0x8b, 0x05};
+	struct e2e_counter c = {.addr = (uintptr_t)api_tail_ptr};
+
+	CHECK(memcmp(api_tail_ptr, head, sizeof head) == 0);
+	e2e_log_capture();
+	struct np_probe *p = attach(api_tail_ptr, e2e_count, NULL, &c, NP_STRATEGY_AUTO);
+	CHECK(p && np_probe_strategy(p) == NP_STRATEGY_JUMP);
+	CHECK_EQ(CALL1(api_tail_ptr, 5), 22);
+	CHECK_EQ(CALL1(api_tail_ptr, 0), 0);
+	CHECK_EQ(c.hits, 2);
+	CHECK_EQ(c.bad_pc, 0);
+	if (p)
+		CHECK_EQ(e2e_detach_free(p), 0);
+}
+
+/* The same kind of jump, through a pointer the program's data holds to
+ * the function's second instruction: the engine reads the module's words
+ * (held.c) and keeps a jump from displacing it. Had it missed that one,
+ * the jump back would land inside the entry's patch. */
+TEST(a_pointer_the_data_holds_into_the_entrys_bytes_keeps_them_in_place)
+{
+	static const uint8_t head[] = {0x31, 0xc0, 0x83, 0xc0, 0x01, 0x39, 0xf8};
+	struct e2e_counter c = {.addr = (uintptr_t)api_held};
+	struct np_probe_opts o = e2e_opts(e2e_count, &c, NP_STRATEGY_JUMP);
+
+	CHECK(memcmp(api_held, head, sizeof head) == 0);
+	e2e_log_capture();
+	expect_refused(api_held, &o, EOPNOTSUPP, "forced JUMP over a held pointer's target");
+	CHECK(strstr(e2e_log_state.last, "lands at") != NULL);
+	printf("# reason: %s\n", e2e_log_state.last);
+	struct np_probe *p = attach(api_held, e2e_count, NULL, &c, NP_STRATEGY_AUTO);
+	CHECK(p && np_probe_strategy(p) == NP_STRATEGY_TRAP);
+	CHECK_EQ(CALL1(api_held, 4), 4);
+	CHECK_EQ(c.hits, 1);
+	CHECK_EQ(c.bad_pc, 0);
 	if (p)
 		CHECK_EQ(e2e_detach_free(p), 0);
 }

@@ -43,6 +43,45 @@ FUNC(api_loop)
 ENDF(api_loop)
 
 	.p2align 4
+/* uint64_t api_tail_ptr(uint64_t x): 3x + 7 (api_seq's), or 0 for x = 0,
+ * through a tail call with no frame: sqlite3_mutex_enter's shape. The
+ * jump through the loaded pointer cannot land in the test and je the
+ * entry's jump displaces: nothing the program holds points there. */
+FUNC(api_tail_ptr)
+	test %rdi, %rdi			/* +0  48 85 ff */
+	je 1f				/* +3  74 09 */
+	mov api_tail_slot(%rip), %rax	/* +5  48 8b 05 rel32 */
+	jmp *%rax			/* +12 ff e0 */
+1:	xor %eax, %eax			/* +14 31 c0 */
+	ret				/* +16 c3 */
+ENDF(api_tail_ptr)
+
+	.p2align 4
+/* uint64_t api_held(uint64_t n): n for n >= 1, counting up through a
+ * jump through a pointer the data holds to its own second instruction
+ * (a computed goto's label kept in a static): a jump at the entry may not
+ * displace that one. Loaded into a register, where the scan of the code
+ * does not read it: only the module's words tell. */
+FUNC(api_held)
+	xor %eax, %eax			/* +0  31 c0 */
+.Lapi_held_again:
+	add $1, %eax			/* +2  83 c0 01 */
+	cmp %edi, %eax			/* +5  39 f8 */
+	jae 1f				/* +7  73 09 */
+	mov api_held_slot(%rip), %rcx	/* +9  48 8b 0d rel32 */
+	jmp *%rcx			/* +16 ff e1 */
+1:	ret				/* +18 c3 */
+ENDF(api_held)
+
+	.data
+	.balign 8
+api_tail_slot:
+	.quad api_seq
+api_held_slot:
+	.quad .Lapi_held_again
+	.text
+
+	.p2align 4
 /* A 1-byte function with no padding after it: the next function starts at
  * +1, so a 5-byte jump cannot fit. */
 FUNC(api_tiny_nopad)

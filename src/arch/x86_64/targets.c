@@ -5,8 +5,7 @@
  *
  * The function is decoded linearly. Direct branches report their target.
  * An indirect jmp is the problem: it may land anywhere, so unless we can
- * prove where, it is counted as unresolved and the core then displaces
- * no more than the first instruction. Three forms are proved:
+ * prove where, it is reported as unresolved. Two forms are proved:
  *
  *   (a) the PIE jump table gcc and clang emit for a switch,
  *           cmp  $N,%eI ; ja default        (or jae: N entries)
@@ -16,11 +15,19 @@
  *           jmp  *%rY
  *       entries are int32 offsets from TABLE;
  *   (b) the non-PIE table:  cmp $N,%eI ; ja default ; jmp *TABLE(,%rI,8)
- *       entries are absolute addresses;
- *   (c) `jmp *SLOT(%rip)`: a tail call through the GOT or a function
- *       pointer. The slot is read; its value is reported, and counted as
- *       resolved unless it points inside this function (then the slot is
- *       a computed-goto label that can change, so it stays unresolved).
+ *       entries are absolute addresses.
+ *
+ * An unresolved jump whose target is a pointer read whole from memory
+ * says where it was read (np_branch_sink.unresolved's loaded_at): `jmp
+ * *mem` itself (`jmp *SLOT(%rip)`, a tail call through the GOT, whose
+ * slot's present value is reported as a target too; `jmp *0x80(%rax)`,
+ * through a table of functions), or `jmp *%rX` whose %rX was last written,
+ * in the straight-line code before it, by a 64-bit load (`mov M,%rX`,
+ * `pop %rX`), by `lea L(%rip),%rX`, or by copies of such a value, or
+ * holds what it held at the entry. The planner knows where such pointers
+ * can point (docs/design.md, "Indirect jumps"); a computed target (a sum,
+ * a demangled pointer) may be anywhere. Addresses the code forms (`lea
+ * L(%rip)`, an absolute immediate of 32 bits or more) are reported too.
  *
  * The bounds check is found by walking back at most X86_RING
  * instructions from the table load, following `mov %eJ,%eI` copies of the
@@ -53,6 +60,7 @@ struct scan {
 	const struct np_branch_sink *sink;
 	size_t ring[X86_RING]; /* offsets of the latest instructions */
 	unsigned n;            /* instructions pushed since the last reset */
+	bool from_entry;       /* no reset since the function's entry */
 };
 
 static void found(const struct scan *s, uint64_t from, uint64_t target)
@@ -250,27 +258,88 @@ static bool match_pie_table(const struct scan *s, ZydisRegister y)
 	return n && report_table(s, table, n, 4);
 }
 
-/* (c) jmp *SLOT(%rip) */
-static bool match_slot(const struct scan *s, uint64_t slot)
+/* `jmp *SLOT(%rip)`: the slot's present value is a target (where the
+ * engine reads live memory, the tail call's callee) */
+static void report_slot(const struct scan *s, uint64_t slot)
 {
 	uint64_t v;
 
-	if (!s->mem || s->mem->read(s->mem->cookie, slot, &v, 8))
-		return false;
-	found(s, pc_at(s, 0), v);
-	return v < s->pc || v >= s->pc + s->len;
+	if (s->mem && s->mem->read(s->mem->cookie, slot, &v, 8) == 0)
+		found(s, pc_at(s, 0), v);
 }
 
-static bool resolve_jmp(const struct scan *s, const struct x86_insn *x, const struct np_insn *n)
+static bool is_gpr64(const ZydisDecodedOperand *op)
+{
+	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && x86_gpr64(op->reg.value) >= 0;
+}
+
+/* Did the instruction that wrote reg read it whole from memory (a
+ * 64-bit mov or pop) or form it (`lea L(%rip)`)? */
+static bool loads_pointer(const struct x86_insn *x, ZydisRegister reg)
+{
+	const ZydisDecodedOperand *dst = &x->ops[0], *src = &x->ops[1];
+
+	if (!is_gpr64(dst) || dst->reg.value != reg)
+		return false;
+	switch (x->zi.mnemonic) {
+	case ZYDIS_MNEMONIC_MOV:
+		return src->type == ZYDIS_OPERAND_TYPE_MEMORY && src->size == 64;
+	case ZYDIS_MNEMONIC_POP:
+		return true;
+	case ZYDIS_MNEMONIC_LEA:
+		return src->mem.base == ZYDIS_REGISTER_RIP && src->mem.index == ZYDIS_REGISTER_NONE;
+	default:
+		return false;
+	}
+}
+
+/* Where the value `jmp *reg` (the newest instruction) jumps to was
+ * loaded: the pc of the load, of the function's entry (reg holds what it
+ * held there), or 0 (computed, or not seen). Straight-line code only:
+ * the walk stops at an instruction that does not fall through, and the
+ * planner checks that nothing lands between the load and the jump. */
+static uint64_t loaded_at(const struct scan *s, ZydisRegister reg)
+{
+	struct x86_insn x;
+
+	for (unsigned b = 1;; b++) {
+		if (at(s, b, &x)) /* past the oldest instruction kept */
+			return s->from_entry && b == s->n ? s->pc : 0;
+		if (!falls_through(&x))
+			return 0;
+		if (!x86_writes(&x, reg))
+			continue;
+		if (loads_pointer(&x, reg))
+			return pc_at(s, b);
+		if (x.zi.mnemonic != ZYDIS_MNEMONIC_MOV || !is_gpr64(&x.ops[0]) ||
+		    !is_gpr64(&x.ops[1]))
+			return 0;
+		reg = x.ops[1].reg.value; /* a copy: where did that come from? */
+	}
+}
+
+/* Resolve the jmp (the newest instruction): true when its targets were
+ * all reported; else *loaded as loaded_at() says. */
+static bool resolve_jmp(const struct scan *s, const struct x86_insn *x, const struct np_insn *n,
+			uint64_t *loaded)
 {
 	const ZydisDecodedOperand *op = &x->ops[0];
 
-	if (n->flags & NP_INSN_PCREL)
-		return op->mem.index == ZYDIS_REGISTER_NONE && match_slot(s, n->target);
-	if (op->type == ZYDIS_OPERAND_TYPE_MEMORY)
-		return match_abs_table(s, op);
-	return op->type == ZYDIS_OPERAND_TYPE_REGISTER && x86_gpr64(op->reg.value) >= 0 &&
-	       match_pie_table(s, op->reg.value);
+	*loaded = 0;
+	if (op->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+		if (n->flags & NP_INSN_PCREL)
+			report_slot(s, n->target);
+		else if (match_abs_table(s, op))
+			return true;
+		*loaded = pc_at(s, 0);
+		return false;
+	}
+	if (!is_gpr64(op))
+		return false;
+	if (match_pie_table(s, op->reg.value))
+		return true;
+	*loaded = loaded_at(s, op->reg.value);
+	return false;
 }
 
 /* Could it be a branch? (A whole library is swept at its first probe, so
@@ -288,39 +357,62 @@ static bool maybe_control_flow(const ZydisDecodedInstruction *zi)
 	}
 }
 
-static void report_unresolved(const struct scan *s, uint64_t from)
+/* Addresses the instruction forms (np_branch_sink.formed): `lea
+ * L(%rip)`, and an absolute immediate of 32 bits or more (non-PIC code's
+ * `mov $L,%eax`), as the raw decode gives them. */
+static void report_formed(const struct scan *s, const ZydisDecodedInstruction *zi, uint64_t pc)
+{
+	const struct np_branch_sink *k = s->sink;
+
+	if (!k->formed)
+		return;
+	if (zi->mnemonic == ZYDIS_MNEMONIC_LEA && (zi->attributes & ZYDIS_ATTRIB_HAS_MODRM) &&
+	    zi->raw.modrm.mod == 0 && zi->raw.modrm.rm == 5) /* rip-relative */
+		k->formed(k->cookie, pc, pc + zi->length + (uint64_t)zi->raw.disp.value);
+	for (unsigned i = 0; i < 2; i++) {
+		const struct ZydisDecodedInstructionRawImm_ *imm = &zi->raw.imm[i];
+
+		if (imm->size >= 32 && !imm->is_relative && (!imm->is_signed || imm->value.s > 0))
+			k->formed(k->cookie, pc, imm->value.u);
+	}
+}
+
+static void report_unresolved(const struct scan *s, uint64_t from, uint64_t loaded)
 {
 	const struct np_branch_sink *k = s->sink;
 
 	if (k->unresolved)
-		k->unresolved(k->cookie, from, 0);
+		k->unresolved(k->cookie, from, loaded);
 }
 
 int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struct np_mem *mem,
 		       const struct np_branch_sink *sink)
 {
-	struct scan s = {code, len, pc, mem, sink, {0}, 0};
+	struct scan s = {code, len, pc, mem, sink, {0}, 0, true};
 	int unresolved = 0;
 	bool in_garbage = false;
 
 	for (size_t off = 0; off < len;) {
 		struct x86_insn x;
 		struct np_insn n;
+		uint64_t loaded;
 
 		if (x86_zdecode_quick(code + off, len - off, &x.zi) == 0 &&
 		    !maybe_control_flow(&x.zi)) {
 			in_garbage = false;
 			s.ring[s.n++ % X86_RING] = off;
+			report_formed(&s, &x.zi, pc + off);
 			off += x.zi.length;
 			continue;
 		}
 		if (x86_zdecode(code + off, len - off, &x)) {
 			if (!in_garbage) {
 				unresolved++;
-				report_unresolved(&s, pc + off);
+				report_unresolved(&s, pc + off, 0);
 			}
 			in_garbage = true;
 			s.n = 0; /* no pattern spans undecodable bytes */
+			s.from_entry = false;
 			off++;
 			continue;
 		}
@@ -330,9 +422,9 @@ int x86_branch_targets(const uint8_t *code, size_t len, uint64_t pc, const struc
 		if (n.flags & NP_INSN_BRANCH) {
 			found(&s, pc + off, n.target);
 		} else if ((n.flags & (NP_INSN_INDIRECT | NP_INSN_CALL)) == NP_INSN_INDIRECT &&
-			   !resolve_jmp(&s, &x, &n)) {
+			   !resolve_jmp(&s, &x, &n, &loaded)) {
 			unresolved++;
-			report_unresolved(&s, pc + off);
+			report_unresolved(&s, pc + off, loaded);
 		}
 		off += n.len;
 	}

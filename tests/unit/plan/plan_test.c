@@ -35,6 +35,15 @@ static void neighbors(void *cookie, uint64_t lo, uint64_t hi, void (*add)(void *
 			add(to, h->targets[i]);
 }
 
+static bool held(void *cookie, uint64_t lo, uint64_t hi, void (*add)(void *, uint64_t), void *to)
+{
+	const struct fake_host *h = cookie;
+	for (unsigned i = 0; i < h->nheld; i++)
+		if (h->held[i] > lo && h->held[i] < hi)
+			add(to, h->held[i]);
+	return h->held_known;
+}
+
 static bool module(void *cookie, uint64_t start, bool called, struct np_freereg_env *env)
 {
 	struct fake_host *h = cookie;
@@ -51,7 +60,14 @@ void fake_host_init(struct fake_host *h, uint64_t base, const uint8_t *code, siz
 	h->base = base;
 	h->code = code;
 	h->len = len;
-	h->host = (struct np_plan_host){read_code, region, neighbors, module, h};
+	h->host = (struct np_plan_host){
+		.read = read_code,
+		.region = region,
+		.neighbor_targets = neighbors,
+		.held_targets = held,
+		.module = module,
+		.cookie = h,
+	};
 }
 
 void fake_view(struct np_fn_view *v, const struct np_isa *isa, struct fake_host *h, uint64_t end,

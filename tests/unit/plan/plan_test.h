@@ -21,6 +21,9 @@ struct fake_host {
 	unsigned nregions;
 	uint64_t targets[8]; /* the neighbours' branches */
 	unsigned ntargets;
+	bool held_known;     /* the module's code pointers are known: held */
+	uint64_t held[8];
+	unsigned nheld;
 	bool have_env;       /* the module is known: env */
 	struct np_freereg_env env;
 	unsigned module_asks;

@@ -449,6 +449,79 @@ TEST(x86_a_jump_at_the_entrys_height_is_not_taken_for_a_tail_call)
 			 "one at the stack height of 0x400003");
 }
 
+/* ---- indirect jumps through loaded pointers ----------------------------
+ * sqlite3_mutex_enter (Debian's libsqlite3 3.40): a tail call through a
+ * function pointer of a global struct, with no frame. */
+static const uint8_t mutex_enter[] = {
+	0x48, 0x85, 0xff,                         /* +0  test %rdi,%rdi */
+	0x74, 0x13,                               /* +3  je +0x18 */
+	0x48, 0x8b, 0x05, 0xbc, 0x24, 0x0b, 0x00, /* +5  mov 0xb24bc(%rip),%rax */
+	0xff, 0xa0, 0x80, 0x00, 0x00, 0x00,       /* +12 jmp *0x80(%rax) */
+	0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00,       /* +18 nopw 0x0(%rax,%rax,1) */
+	0xc3,                                     /* +24 ret */
+};
+
+static int plan_mutex(struct fake_host *h, bool held, uint64_t pointer, struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_host_init(h, BASE, mutex_enter, sizeof(mutex_enter));
+	h->held_known = held;
+	if (pointer)
+		h->held[h->nheld++] = pointer;
+	fake_view(&v, ISA, h, BASE + sizeof(mutex_enter), BASE + sizeof(mutex_enter), true, BASE,
+		  0);
+	int err = fake_site(&v, BASE, &near, s);
+	np_fn_view_free(&v);
+	return err;
+}
+
+TEST(x86_a_tail_call_through_a_loaded_pointer_lands_where_pointers_point)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	CHECK_EQ(plan_mutex(&h, true, 0, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.end, BASE + 5);
+	/* the module's pointers unknown: the jump may land anywhere */
+	CHECK_EQ(plan_mutex(&h, false, 0, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+}
+
+/* A pointer the module holds to the je (a label some code may jump to)
+ * keeps the jump from displacing it. */
+TEST(x86_a_pointer_the_module_holds_into_the_bytes_refuses_the_jump)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	CHECK_EQ(plan_mutex(&h, true, BASE + 3, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	CHECK_STR(s.why, "a branch lands at 0x400003, inside the displaced bytes");
+}
+
+static const uint8_t loaded_joined[] = {
+	0x48, 0x85, 0xf6,       /* +0  test %rsi,%rsi */
+	0x74, 0x04,             /* +3  je +9 */
+	0x48, 0x8b, 0x47, 0x10, /* +5  mov 0x10(%rdi),%rax */
+	0xff, 0xe0,             /* +9  jmp *%rax: the je brings %rax as it was */
+};
+
+/* The value a jump takes is the load's only when nothing lands between
+ * the load and the jump. */
+TEST(x86_a_branch_between_the_load_and_the_jump_leaves_it_unresolved)
+{
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, loaded_joined, sizeof(loaded_joined));
+	h.held_known = true;
+	fake_view(&v, ISA, &h, BASE + sizeof(loaded_joined), BASE + sizeof(loaded_joined), true,
+		  BASE, 0);
+	CHECK_EQ(v.unresolved, 1);
+	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
+	np_fn_view_free(&v);
+}
+
 /* A USDT probe's nop after an instruction as long as the jump, a ret and
  * more code after it (STAP_PROBE at the end of a function with a cold
  * path behind): the jump at the instruction before takes the nop in. */

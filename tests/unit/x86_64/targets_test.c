@@ -9,8 +9,12 @@
 #define TABLE 0x402000ull
 
 struct found {
-	uint64_t v[64];
+	uint64_t v[64];     /* targets */
 	size_t n;
+	uint64_t formed[8]; /* addresses formed */
+	size_t nformed;
+	uint64_t jump[8], loaded[8]; /* unresolved jumps, where each target was loaded */
+	size_t njumps;
 };
 
 static void collect(void *cookie, uint64_t from, uint64_t target)
@@ -22,9 +26,28 @@ static void collect(void *cookie, uint64_t from, uint64_t target)
 		f->v[f->n++] = target;
 }
 
+static void collect_formed(void *cookie, uint64_t from, uint64_t addr)
+{
+	struct found *f = cookie;
+
+	(void)from;
+	if (f->nformed < sizeof(f->formed) / sizeof(f->formed[0]))
+		f->formed[f->nformed++] = addr;
+}
+
+static void collect_jump(void *cookie, uint64_t from, uint64_t loaded_at)
+{
+	struct found *f = cookie;
+
+	if (f->njumps < sizeof(f->jump) / sizeof(f->jump[0])) {
+		f->jump[f->njumps] = from;
+		f->loaded[f->njumps++] = loaded_at;
+	}
+}
+
 static int targets_of(const uint8_t *code, size_t len, const struct np_mem *ops, struct found *f)
 {
-	struct np_branch_sink sink = {collect, NULL, NULL, f};
+	struct np_branch_sink sink = {collect, collect_formed, collect_jump, f};
 
 	memset(f, 0, sizeof(*f));
 	return ISA->branch_targets(code, len, PC, ops, &sink);
@@ -258,18 +281,106 @@ TEST(unreadable_table_is_unresolved)
 	ops = fake_mem_ops(&mem);
 	CHECK_EQ(targets_of(pie, sizeof(pie), &ops, &f), 1);
 	CHECK_EQ(targets_of(pie, sizeof(pie), NULL, &f), 1);
+	CHECK_EQ(f.loaded[0], 0); /* a sum: computed */
 }
 
-TEST(indirect_jump_without_a_table_is_unresolved)
+/* The jumps whose target is a pointer read whole from memory say where
+ * it was read: the planner knows where such pointers point. */
+TEST(a_jump_through_a_pointer_loaded_from_memory_says_where_it_was_loaded)
 {
 	static const uint8_t code[] = {
-		0x48, 0x8b, 0x07, /* mov (%rdi),%rax */
-		0xff, 0xe0,       /* jmp *%rax */
+		0x48, 0x8b, 0x07, /* 401000 mov (%rdi),%rax */
+		0xff, 0xe0,       /* 401003 jmp *%rax */
 	};
 	struct found f;
 
 	CHECK_EQ(scan(code, sizeof(code), &f), 1);
 	CHECK_EQ(f.n, 0);
+	CHECK_EQ(f.njumps, 1);
+	CHECK_EQ(f.jump[0], PC + 3);
+	CHECK_EQ(f.loaded[0], PC);
+}
+
+TEST(a_tail_call_through_memory_is_loaded_by_the_jump_itself)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8b, 0x05, 0xf9, 0x0f, 0x00, 0x00, /* 401000 mov 0xff9(%rip),%rax */
+		0xff, 0xa0, 0x80, 0x00, 0x00, 0x00,       /* 401007 jmp *0x80(%rax) */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK_EQ(f.loaded[0], PC + 7);
+}
+
+TEST(a_copy_of_a_loaded_pointer_is_followed_to_its_load)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8b, 0x4f, 0x08, /* 401000 mov 0x8(%rdi),%rcx */
+		0x5b,                   /* 401004 pop %rbx */
+		0x48, 0x89, 0xc8,       /* 401005 mov %rcx,%rax */
+		0xff, 0xe0,             /* 401008 jmp *%rax */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK_EQ(f.loaded[0], PC);
+}
+
+TEST(a_register_unwritten_since_the_entry_is_loaded_at_the_entry)
+{
+	static const uint8_t code[] = {
+		0x48, 0x85, 0xff, /* 401000 test %rdi,%rdi */
+		0x74, 0x02,       /* 401003 je 0x401007 */
+		0xff, 0xe6,       /* 401005 jmp *%rsi: the caller's pointer */
+		0xc3,             /* 401007 ret */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK_EQ(f.loaded[0], PC);
+}
+
+TEST(a_computed_or_narrow_or_demangled_target_is_not_loaded)
+{
+	static const uint8_t narrow[] = {
+		0x8b, 0x07, /* mov (%rdi),%eax: 32 bits of a pointer */
+		0xff, 0xe0, /* jmp *%rax */
+	};
+	static const uint8_t demangled[] = {
+		0x48, 0x8b, 0x07,                                     /* mov (%rdi),%rax */
+		0x48, 0xc1, 0xc8, 0x11,                               /* ror $0x11,%rax */
+		0x64, 0x48, 0x33, 0x04, 0x25, 0x30, 0x00, 0x00, 0x00, /* xor %fs:0x30,%rax */
+		0xff, 0xe0,                                           /* jmp *%rax */
+	};
+	static const uint8_t after_a_jump[] = {
+		0x48, 0x8b, 0x07, /* 401000 mov (%rdi),%rax */
+		0xeb, 0x00,       /* 401003 jmp 0x401005 */
+		0xff, 0xe0,       /* 401005 jmp *%rax: reached from elsewhere */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(narrow, sizeof(narrow), &f), 1);
+	CHECK_EQ(f.loaded[0], 0);
+	CHECK_EQ(scan(demangled, sizeof(demangled), &f), 1);
+	CHECK_EQ(f.loaded[0], 0);
+	CHECK_EQ(scan(after_a_jump, sizeof(after_a_jump), &f), 1);
+	CHECK_EQ(f.loaded[0], 0);
+}
+
+TEST(addresses_the_code_forms_are_reported)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8d, 0x05, 0x05, 0x00, 0x00, 0x00, /* 401000 lea 0x5(%rip),%rax # 40100c */
+		0xb9, 0x0c, 0x10, 0x40, 0x00,             /* 401007 mov $0x40100c,%ecx */
+		0xff, 0xe0,                               /* 40100c jmp *%rax */
+	};
+	struct found f;
+
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK_EQ(f.nformed, 2);
+	CHECK(f.formed[0] == PC + 12 && f.formed[1] == PC + 12);
+	CHECK_EQ(f.loaded[0], PC); /* the lea's: a formed address */
 }
 
 TEST(indirect_call_is_not_an_unresolved_jump)
@@ -280,25 +391,19 @@ TEST(indirect_call_is_not_an_unresolved_jump)
 	CHECK_EQ(scan(code, sizeof(code), &f), 0);
 }
 
-TEST(tail_call_through_a_slot_outside_the_function_is_resolved)
+/* The slot's present value is a target, and the jump a loaded one: the
+ * slot may be written later (goto *label), with a value the planner's
+ * held pointers know. */
+TEST(a_tail_call_through_a_slot_reports_its_value_and_is_loaded)
 {
 	static const uint8_t code[] = {0xff, 0x25, 0xfa, 0x0f, 0x00, 0x00}; /* jmp *0xffa(%rip) */
 	struct found f;
 
 	fake_mem_init(&mem, TABLE);
 	fake_put64(&mem, TABLE, 0x7f0000001000ull); /* the slot, at 0x402000 */
-	CHECK_EQ(scan(code, sizeof(code), &f), 0);
-	CHECK(has(&f, 0x7f0000001000ull));
-}
-
-TEST(slot_holding_a_label_of_the_function_is_unresolved)
-{
-	static const uint8_t code[] = {0x90, 0x90, 0xff, 0x25, 0xf8, 0x0f, 0x00, 0x00};
-	struct found f;
-
-	fake_mem_init(&mem, TABLE);
-	fake_put64(&mem, TABLE, PC + 1); /* goto *label: may hold any label */
 	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+	CHECK(has(&f, 0x7f0000001000ull));
+	CHECK_EQ(f.loaded[0], PC);
 }
 
 TEST(undecodable_run_counts_once_and_the_sweep_resumes)

@@ -265,7 +265,7 @@ static void scan_neighbors(struct plan_file *f)
 	f->scanned = true;
 	if (!f->eh_frame_hdr || np_eh_frame_hdr_starts(&mem, f->eh_frame_hdr, &starts, &n))
 		return;
-	np_targets_add_module(&f->neighbors, f->isa, &mem, starts, n);
+	f->neighbors_known = np_targets_add_module(&f->neighbors, f->isa, &mem, starts, n) == 0;
 	free(starts);
 }
 
@@ -276,6 +276,100 @@ static void host_neighbors(void *cookie, uint64_t lo, uint64_t hi,
 	if (!f->scanned)
 		scan_neighbors(f);
 	np_targets_each(&f->neighbors, lo, hi, add, to);
+}
+
+/* The file's RELA relocations: what each writes, its addend and its
+ * symbol's value (where the file defines it), to v[*n]. */
+static int rela_values(Elf *e, uint64_t **v, size_t *n)
+{
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		Elf_Scn *syms;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !(sh.sh_flags & SHF_ALLOC) || !(d = elf_getdata(scn, NULL)))
+			continue;
+		syms = elf_getscn(e, sh.sh_link);
+		Elf_Data *sd = syms ? elf_getdata(syms, NULL) : NULL;
+		size_t count = sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : sizeof(Elf64_Rela));
+		for (int i = 0; (size_t)i < count; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			if (!gelf_getrela(d, i, &r))
+				return -EIO;
+			if (*n + 2 > cap) {
+				size_t c = cap ? 2 * cap : 1024;
+				uint64_t *nv = realloc(*v, c * sizeof(*nv));
+				if (!nv)
+					return -ENOMEM;
+				*v = nv;
+				cap = c;
+			}
+			(*v)[(*n)++] = (uint64_t)r.r_addend;
+			int k = (int)GELF_R_SYM(r.r_info);
+			if (sd && k && gelf_getsym(sd, k, &sym) && sym.st_shndx != SHN_UNDEF)
+				(*v)[(*n)++] = sym.st_value + (uint64_t)r.r_addend;
+		}
+	}
+	return 0;
+}
+
+/* The code pointers the file holds: the words of its PT_LOAD segments'
+ * bytes (a position-dependent executable's absolute ones, RELR's and
+ * in-place addends), and what its RELA relocations write, that point
+ * into its executable sections, as the engine reads a loaded module's
+ * (src/core/held.c). The code of a position-independent file holds none
+ * but through a relocation: its words, which at link-time addresses
+ * would look like small constants, are left out. */
+static void scan_held(struct plan_file *f)
+{
+	struct np_mem mem = {file_read, NULL, (void *)f->st};
+	uint64_t code_lo = UINT64_MAX, code_hi = 0, *v = NULL;
+	size_t n = 0;
+	int fd = open(f->st->path, O_RDONLY | O_CLOEXEC);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t nph;
+	int err = e && elf_getphdrnum(e, &nph) == 0 && f->nexec ? 0 : -ENOEXEC;
+	f->held_scanned = true;
+	for (unsigned i = 0; i < f->nexec; i++) {
+		code_lo = f->exec_lo[i] < code_lo ? f->exec_lo[i] : code_lo;
+		code_hi = f->exec_hi[i] > code_hi ? f->exec_hi[i] : code_hi;
+	}
+	GElf_Ehdr eh;
+	bool exec = e && gelf_getehdr(e, &eh) && eh.e_type == ET_EXEC;
+	for (size_t i = 0; !err && i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (exec || !(ph.p_flags & PF_X)))
+			err = np_targets_add_held(&f->held, &mem, ph.p_vaddr,
+						  ph.p_vaddr + ph.p_filesz, code_lo, code_hi);
+	}
+	if (!err)
+		err = rela_values(e, &v, &n);
+	if (!err)
+		err = np_targets_add_values(&f->held, v, n, code_lo, code_hi);
+	free(v);
+	f->held_known = !err;
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* What the file's data holds, and its other functions form. */
+static bool host_held(void *cookie, uint64_t lo, uint64_t hi,
+		      void (*add)(void *to, uint64_t target), void *to)
+{
+	struct plan_file *f = cookie;
+	if (!f->held_scanned)
+		scan_held(f);
+	if (!f->scanned)
+		scan_neighbors(f);
+	np_targets_each(&f->held, lo, hi, add, to);
+	np_targets_each_formed(&f->neighbors, lo, hi, add, to);
+	return f->held_known && f->neighbors_known;
 }
 
 static int host_read(void *cookie, uint64_t addr, void *dst, size_t len)
@@ -289,7 +383,13 @@ int plan_file_open(struct plan_file *f, const struct np_symtab *st, const struct
 	memset(f, 0, sizeof(*f));
 	f->st = st;
 	f->isa = isa;
-	f->host = (struct np_plan_host){host_read, NULL, host_neighbors, host_module, f};
+	f->host = (struct np_plan_host){
+		.read = host_read,
+		.neighbor_targets = host_neighbors,
+		.held_targets = host_held,
+		.module = host_module,
+		.cookie = f,
+	};
 	f->realise = np_plan_model(&f->places);
 	elf_version(EV_CURRENT);
 	return read_layout(st->path, f);
@@ -298,6 +398,7 @@ int plan_file_open(struct plan_file *f, const struct np_symtab *st, const struct
 void plan_file_close(struct plan_file *f)
 {
 	np_targets_free(&f->neighbors);
+	np_targets_free(&f->held);
 	np_regsum_free(f->sums);
 	f->sums = NULL;
 }

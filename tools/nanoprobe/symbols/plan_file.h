@@ -11,6 +11,9 @@
  *   - no probe placed yet: no region to absorb;
  *   - the neighbours' branches from every function of the file's
  *     .eh_frame_hdr table, as the engine scans a loaded module's;
+ *   - the code pointers the file holds: its segments' words and its
+ *     RELA relocations' values, as the engine reads a loaded module's
+ *     words after relocation;
  *   - the module's register summaries from every function of the file;
  *   - trampolines in the page below the module and the page after it
  *     (src/plan/model.c), where the engine's allocator looks first.
@@ -33,8 +36,10 @@ struct plan_file {
 	uint64_t eh_frame_hdr; /* its vaddr, 0: none */
 	struct np_plan_host host;
 	struct np_plan_realise realise;
-	struct np_targets neighbors;
-	bool scanned;
+	struct np_targets neighbors; /* with the addresses formed, tagged */
+	bool scanned, neighbors_known;
+	struct np_targets held; /* the code pointers the file holds */
+	bool held_scanned, held_known;
 	struct np_regsum *sums;
 	bool summed;
 };
