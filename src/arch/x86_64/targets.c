@@ -37,8 +37,11 @@
  *       cmp $N,%dl ; ja default ; lea ... ; movzbl %dl,%edx ; movslq ...
  * (redis-server's processCommand): a `movzx` from an 8- or 16-bit register
  * is followed too, and then only a cmp of that very register bounds the
- * index (a cmp of %dl says nothing of the rest of %rdx). Table memory is
- * read through np_mem.
+ * index (a cmp of %dl says nothing of the rest of %rdx). So is a `movzx`
+ * from memory, bounded by a cmp of the same memory operand with nothing
+ * between that writes its registers or stores (sqlite3GetToken's
+ *       cmpb $0x1e,(%rcx,%rax,1) ; ja ; movzbl (%rcx,%rax,1),%eax ; ...).
+ * Table memory is read through np_mem.
  *
  * Bytes that do not decode (data in text, or a desynchronised sweep) are
  * skipped one at a time. That is the conservative choice: each run of
@@ -141,51 +144,111 @@ static bool is_index_widening(const struct x86_insn *x, ZydisRegister idx)
 	return c == ZYDIS_REGCLASS_GPR8 || c == ZYDIS_REGCLASS_GPR16;
 }
 
+/* `movzbl M,%eI` or `movzwl M,%eI`: the index read from memory, 8 or 16
+ * bits of it (sqlite3GetToken: movzbl (%rcx,%rax,1),%eax, whose byte the
+ * cmpb before the ja bounds). */
+static bool is_index_load(const struct x86_insn *x, ZydisRegister idx)
+{
+	const ZydisDecodedOperand *m = &x->ops[1];
+
+	return x->zi.mnemonic == ZYDIS_MNEMONIC_MOVZX && is_reg(&x->ops[0]) &&
+	       full_reg(x->ops[0].reg.value) == idx && m->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	       (m->size == 8 || m->size == 16) && m->mem.base != ZYDIS_REGISTER_RIP;
+}
+
+static bool same_mem(const ZydisDecodedOperand *a, const ZydisDecodedOperand *b)
+{
+	return a->type == ZYDIS_OPERAND_TYPE_MEMORY && b->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	       a->size == b->size && a->mem.segment == b->mem.segment &&
+	       a->mem.base == b->mem.base && a->mem.index == b->mem.index &&
+	       a->mem.scale == b->mem.scale && a->mem.disp.value == b->mem.disp.value;
+}
+
+/* Could x change what the memory operand m reads: a write of its base
+ * or index, a store, a call? */
+static bool changes_mem(const struct x86_insn *x, const ZydisDecodedOperand *m)
+{
+	if (x->zi.meta.category == ZYDIS_CATEGORY_CALL ||
+	    (m->mem.base != ZYDIS_REGISTER_NONE && x86_writes(x, m->mem.base)) ||
+	    (m->mem.index != ZYDIS_REGISTER_NONE && x86_writes(x, m->mem.index)))
+		return true;
+	for (unsigned i = 0; i < x->zi.operand_count; i++)
+		if (x->ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    (x->ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			return true;
+	return false;
+}
+
+/* What bounds the index, walking back: the index register itself, an
+ * 8- or 16-bit register it was widened from, or the memory it was read
+ * from. */
+struct bound_of {
+	ZydisRegister idx, narrow;
+	ZydisDecodedOperand mem; /* type memory: read from there */
+};
+
 /* `cmp $N,%I` just before the ja/jae at step b: entries, or 0. With a
- * narrow index (an 8- or 16-bit register the index was widened from), the
- * cmp must be of that register, its immediate read at that width. */
-static uint64_t cmp_bound(const struct scan *s, unsigned b, ZydisRegister idx,
-			  ZydisRegister narrow, bool ja)
+ * narrow index (an 8- or 16-bit register the index was widened from, or
+ * the memory it was read from), the cmp must be of that very register or
+ * memory, its immediate read at that width. */
+static uint64_t cmp_bound(const struct scan *s, unsigned b, const struct bound_of *k, bool ja)
 {
 	struct x86_insn c;
+	const ZydisDecodedOperand *a = &c.ops[0];
 	int64_t n;
 
 	if (at(s, b + 1, &c) || c.zi.mnemonic != ZYDIS_MNEMONIC_CMP ||
-	    c.ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER ||
 	    c.ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
 		return 0;
-	if (narrow == ZYDIS_REGISTER_NONE) {
-		if (!is_reg(&c.ops[0]) || full_reg(c.ops[0].reg.value) != idx)
+	if (k->mem.type == ZYDIS_OPERAND_TYPE_MEMORY) {
+		if (!same_mem(a, &k->mem))
+			return 0;
+		n = (int64_t)(c.ops[1].imm.value.u & (a->size == 8 ? 0xff : 0xffff));
+	} else if (a->type != ZYDIS_OPERAND_TYPE_REGISTER) {
+		return 0;
+	} else if (k->narrow == ZYDIS_REGISTER_NONE) {
+		if (!is_reg(a) || full_reg(a->reg.value) != k->idx)
 			return 0;
 		n = c.ops[1].imm.value.s;
 	} else {
-		if (c.ops[0].reg.value != narrow)
+		if (a->reg.value != k->narrow)
 			return 0;
-		n = (int64_t)(c.ops[1].imm.value.u & (c.ops[0].size == 8 ? 0xff : 0xffff));
+		n = (int64_t)(c.ops[1].imm.value.u & (a->size == 8 ? 0xff : 0xffff));
 	}
 	n += ja ? 1 : 0;
 	return n > 0 && n <= X86_MAX_TABLE ? (uint64_t)n : 0;
 }
 
 /* Entries of the table indexed by 'idx', from the bounds check guarding
- * it, searched backwards from step 'from'. 0 when not proved. */
+ * it, searched backwards from step 'from'. 0 when not proved. Between
+ * the cmp of memory and the load of the index from it, nothing may
+ * change what that operand reads (a racing store of another thread would
+ * break the program's own switch first). */
 static uint64_t table_bound(const struct scan *s, unsigned from, ZydisRegister idx)
 {
-	ZydisRegister narrow = ZYDIS_REGISTER_NONE;
+	struct bound_of k = {full_reg(idx), ZYDIS_REGISTER_NONE, {0}};
+	bool plain = true; /* the index is still the register itself */
 	struct x86_insn x;
 
-	idx = full_reg(idx);
 	for (unsigned b = from; at(s, b, &x) == 0; b++) {
 		if (x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE || x.zi.mnemonic == ZYDIS_MNEMONIC_JNB)
-			return cmp_bound(s, b, idx, narrow, x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE);
+			return cmp_bound(s, b, &k, x.zi.mnemonic == ZYDIS_MNEMONIC_JNBE);
 		if (!falls_through(&x))
 			return 0;
-		if (narrow == ZYDIS_REGISTER_NONE && is_index_copy(&x, idx)) {
-			idx = full_reg(x.ops[1].reg.value);
-		} else if (narrow == ZYDIS_REGISTER_NONE && is_index_widening(&x, idx)) {
-			narrow = x.ops[1].reg.value;
-			idx = full_reg(narrow);
-		} else if (x86_writes(&x, idx)) {
+		if (!plain) {
+			if (k.mem.type == ZYDIS_OPERAND_TYPE_MEMORY ? changes_mem(&x, &k.mem)
+								    : x86_writes(&x, k.idx))
+				return 0;
+		} else if (is_index_copy(&x, k.idx)) {
+			k.idx = full_reg(x.ops[1].reg.value);
+		} else if (is_index_widening(&x, k.idx)) {
+			k.narrow = x.ops[1].reg.value;
+			k.idx = full_reg(k.narrow);
+			plain = false;
+		} else if (is_index_load(&x, k.idx)) {
+			k.mem = x.ops[1];
+			plain = false;
+		} else if (x86_writes(&x, k.idx)) {
 			return 0;
 		}
 	}

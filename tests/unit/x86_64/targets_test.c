@@ -272,6 +272,69 @@ TEST(byte_bound_above_127_is_read_unsigned)
 	CHECK(has(&f, TABLE + 0x100) && has(&f, TABLE));
 }
 
+/* sqlite3GetToken's switch on a character's class: the index read from a
+ * byte in memory that the cmpb before the ja bounds. */
+static const uint8_t class_switch[] = {
+	0x40, 0x0f, 0xb6, 0xc7,                   /* 401000 movzbl %dil,%eax */
+	0x80, 0x3c, 0x06, 0x03,                   /* 401004 cmpb $0x3,(%rsi,%rax,1) */
+	0x77, 0x2c,                               /* 401008 ja 0x401036 */
+	0x0f, 0xb6, 0x04, 0x06,                   /* 40100a movzbl (%rsi,%rax,1),%eax */
+	0x48, 0x8d, 0x15, 0xeb, 0x0f, 0x00, 0x00, /* 40100e lea 0xfeb(%rip),%rdx # 0x402000 */
+	0x48, 0x63, 0x04, 0x82,                   /* 401015 movslq (%rdx,%rax,4),%rax */
+	0x48, 0x01, 0xd0,                         /* 401019 add %rdx,%rax */
+	0xff, 0xe0,                               /* 40101c jmp *%rax */
+	0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3,       /* 40101e mov $0xa,%eax; ret */
+	0xb8, 0x0b, 0x00, 0x00, 0x00, 0xc3,       /* 401024 mov $0xb,%eax; ret */
+	0xb8, 0x0c, 0x00, 0x00, 0x00, 0xc3,       /* 40102a mov $0xc,%eax; ret */
+	0xb8, 0x0d, 0x00, 0x00, 0x00, 0xc3,       /* 401030 mov $0xd,%eax; ret */
+	0x31, 0xc0, 0xc3,                         /* 401036 xor %eax,%eax; ret */
+};
+
+static void class_table(void)
+{
+	fake_mem_init(&mem, TABLE);
+	fake_put32(&mem, TABLE + 0, 0xfffff01e);
+	fake_put32(&mem, TABLE + 4, 0xfffff024);
+	fake_put32(&mem, TABLE + 8, 0xfffff02a);
+	fake_put32(&mem, TABLE + 12, 0xfffff030);
+	fake_put32(&mem, TABLE + 16, 0x00000100); /* past the bound: not an entry */
+}
+
+TEST(switch_on_a_byte_read_from_memory_bounded_by_a_cmp_of_it_is_resolved)
+{
+	struct found f;
+
+	class_table();
+	CHECK_EQ(scan(class_switch, sizeof(class_switch), &f), 0);
+	CHECK(has(&f, 0x40101e) && has(&f, 0x401024) && has(&f, 0x40102a) && has(&f, 0x401030));
+	CHECK(!has(&f, TABLE + 0x100));
+}
+
+TEST(a_cmp_of_other_memory_does_not_bound_the_byte_read)
+{
+	uint8_t code[sizeof(class_switch)];
+	struct found f;
+
+	memcpy(code, class_switch, sizeof(code));
+	code[6] = 0x46; /* cmpb $0x3,(%rsi,%rax,2) */
+	class_table();
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+}
+
+TEST(a_store_between_the_cmp_and_the_read_leaves_the_switch_unresolved)
+{
+	uint8_t code[sizeof(class_switch) + 3];
+	struct found f;
+
+	/* ja 0x401036 becomes ja +0x2f over incb (%rsi): three bytes more */
+	memcpy(code, class_switch, 8);
+	memcpy(code + 8, (const uint8_t[]){0x77, 0x2f, 0xfe, 0x06, 0x90}, 5); /* incb (%rsi); nop */
+	memcpy(code + 13, class_switch + 10, sizeof(class_switch) - 10);
+	code[13 + 7] = 0xe8; /* the lea's displacement, 3 bytes on */
+	class_table();
+	CHECK_EQ(scan(code, sizeof(code), &f), 1);
+}
+
 TEST(unreadable_table_is_unresolved)
 {
 	struct np_mem ops;
