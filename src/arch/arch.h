@@ -331,6 +331,10 @@ struct np_isa {
 			    struct np_usdt_span *sym, const char **why);
 };
 
+/* 1 to 8 bytes inside one aligned doubleword: arm64's DBGWCR byte select,
+ * and the rule riscv64 keeps (watch_shape.c). */
+int np_watch_shape_doubleword(uint64_t addr, size_t len, char *why, size_t cap);
+
 /* What a landing pad at a function entry leaves behind. */
 enum np_landing_pad {
 	NP_PAD_NONE = 0,

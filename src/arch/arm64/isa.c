@@ -16,22 +16,6 @@ static const uint8_t a64_arg_regs[] = {0, 1, 2, 3, 4, 5, 6, 7};
 #define X(n) (1ull << (n))
 #define A64_TEMPS (0x3ffull << 8 & ~X(8)) /* x9..x17 */
 
-/* DBGWCR's byte select: 1 to 8 bytes inside one aligned doubleword (the
- * kernel shifts the mask without checking). */
-static int a64_watch_shape(uint64_t addr, size_t len, char *why, size_t cap)
-{
-	if (len < 1 || len > 8) {
-		snprintf(why, cap, "length %zu: a watchpoint covers 1 to 8 bytes", len);
-		return -EINVAL;
-	}
-	if ((addr & 7) + len > 8) {
-		snprintf(why, cap, "0x%llx + %zu crosses an 8-byte boundary: a watchpoint covers "
-			 "bytes of one aligned 8-byte word", (unsigned long long)addr, len);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static const char *const a64_reg_names[NP_NGPR] = {
 	"x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",  "x9",  "x10",
 	"x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21",
@@ -71,7 +55,7 @@ const struct np_isa np_isa_arm64 = {
 	.relocate_via = a64_relocate_via,
 	.emit_jump_via = a64_emit_jump_via,
 	.patch_needs_stop = a64_patch_needs_stop,
-	.watch_shape = a64_watch_shape,
+	.watch_shape = np_watch_shape_doubleword,
 	/* AAPCS64: x0..x17 and the link register are the caller's to lose.
 	 * Not x18, the platform register (a shadow call stack keeps it). */
 	.call_clobbered = 0x3ffffull | X(30),

@@ -10,25 +10,6 @@
 
 #define X(n) (1ull << (n))
 
-/* 1 to 8 bytes inside one aligned doubleword: the rule the engine has
- * always applied on riscv64, which is arm64's. What the hardware's debug
- * triggers can match beyond it, and what the kernel's perf breakpoints
- * make of them, the kernel answers at perf_event_open (EINVAL); qemu-user,
- * where the riscv64 suites run, has no hardware breakpoints. */
-static int rv_watch_shape(uint64_t addr, size_t len, char *why, size_t cap)
-{
-	if (len < 1 || len > 8) {
-		snprintf(why, cap, "length %zu: a watchpoint covers 1 to 8 bytes", len);
-		return -EINVAL;
-	}
-	if ((addr & 7) + len > 8) {
-		snprintf(why, cap, "0x%llx + %zu crosses an 8-byte boundary: a watchpoint covers "
-			 "bytes of one aligned 8-byte word", (unsigned long long)addr, len);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* a0..a7 */
 static const uint8_t rv_arg_regs[] = {10, 11, 12, 13, 14, 15, 16, 17};
 
@@ -72,7 +53,7 @@ const struct np_isa np_isa_riscv64 = {
 	.relocate_via = rv_relocate_via,
 	.emit_jump_via = rv_emit_jump_via,
 	.patch_needs_stop = rv_patch_needs_stop,
-	.watch_shape = rv_watch_shape,
+	.watch_shape = np_watch_shape_doubleword,
 	.call_clobbered = X(1) | RV_TEMPS | RV_ARGS,
 	/* Nothing beyond the link: `call` and its relaxed jal write ra only
 	 * (the stubs of the PLT write t1 and t3, but a call through the PLT
