@@ -24,7 +24,6 @@
 
 #include <link.h>
 #include <stddef.h>
-#include <stdlib.h>
 
 struct module {
 	uint64_t lo, hi; /* its PT_LOAD segments, first to last */
@@ -111,14 +110,8 @@ static const struct module *module_of(uint64_t addr)
 	for (size_t i = 0; i < cache.n; i++)
 		if (addr >= cache.m[i].lo && addr < cache.m[i].hi)
 			return &cache.m[i];
-	if (cache.n == cache.cap) {
-		size_t c = cache.cap ? cache.cap * 2 : 16;
-		struct module *v = realloc(cache.m, c * sizeof(*v));
-		if (!v)
-			return NULL;
-		cache.m = v;
-		cache.cap = c;
-	}
+	if (!np_grow(&cache.m, &cache.cap, cache.n, sizeof(*cache.m)))
+		return NULL;
 	cache.m[cache.n] = scan(&l.info);
 	return &cache.m[cache.n++];
 }
