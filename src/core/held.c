@@ -8,9 +8,10 @@
  * one the module's data held from the start (its relocations, applied
  * now, or a position-dependent executable's absolute words), or one code
  * formed and stored (the planner has those from the scans of code). So,
- * at the first plan in a module, every aligned word of its PT_LOAD
- * segments as they are in memory is read, and those that point into its
- * executable segments are kept (src/plan/targets.c np_targets_add_held):
+ * the first time a plan in a module meets such a jump (src/plan/view.c
+ * asks only then), every aligned word of its PT_LOAD segments as they are
+ * in memory is read, and those that point into its executable segments
+ * are kept (src/plan/targets.c np_targets_add_held):
  * the planner keeps them out of the bytes a patch displaces. A segment
  * that cannot be read leaves the module unknown, and its loaded jumps
  * unresolved (docs/design.md, "Indirect jumps").

@@ -227,15 +227,31 @@ static void count_unresolved(struct np_fn_view *v)
 	v->unresolved = (int)k + v->lost;
 }
 
-/* Where control can land in the function; jump tables are read through
- * the host, from live memory or from a file. */
-static int analyse(struct np_fn_view *v)
+/* Whether some unresolved jump took its target from a load: only then
+ * can the module's held pointers resolve anything (count_unresolved), so
+ * only then are they asked for, which costs a read of every word of the
+ * module's segments at its first asking. */
+static bool jumps_through_loads(const struct np_fn_view *v)
 {
-	struct np_mem mem = {host_read, NULL, (void *)v->host};
+	for (size_t i = 0; i < v->njumps; i++)
+		if (v->jumps[i].loaded_at)
+			return true;
+	return false;
+}
+
+/* Where control can land in the function; jump tables are read through
+ * the host, from live memory or from a file. Code pointers the module
+ * holds in [lo, hi) are asked for when a jump needs them. */
+static int analyse(struct np_fn_view *v, uint64_t lo, uint64_t hi)
+{
+	const struct np_plan_host *host = v->host;
+	struct np_mem mem = {host_read, NULL, (void *)host};
 	struct np_branch_sink sink = {own_target, own_formed, own_unresolved, v};
 	int u = v->isa->branch_targets(v->code, body_len(v), v->base, &mem, &sink);
 	if (u < 0)
 		v->lost = true;
+	v->held = jumps_through_loads(v) && host && host->held_targets &&
+		  host->held_targets(host->cookie, lo, hi, add_pointer, v);
 	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
 	qsort(v->pointers, v->npointers, sizeof(*v->pointers), cmp_u64);
 	qsort(v->edges, v->nedges, sizeof(*v->edges), cmp_edge);
@@ -292,8 +308,9 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 		return -EFAULT;
 	if (v->fb.known && (err = sweep(v)))
 		return err;
-	/* Branches from the neighbours into the bytes a plan may displace,
-	 * and code pointers the module holds there: over the whole function
+	/* Branches from the neighbours into the bytes a plan may displace
+	 * (and, asked in analyse, code pointers the module holds there): over
+	 * the whole function
 	 * (a view plans every site of it), or, with its bounds unknown, from
 	 * the instruction before addr (where a jump goes when none fits at
 	 * addr, taking addr in) to the most a jump and what it absorbs can
@@ -303,10 +320,8 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 	hi = v->fb.known ? v->base + v->len : addr + NP_PLAN_NEIGHBOR_SPAN;
 	if (host && host->neighbor_targets)
 		host->neighbor_targets(host->cookie, lo, hi, add_target, v);
-	v->held = v->fb.known && host && host->held_targets &&
-		  host->held_targets(host->cookie, lo, hi, add_pointer, v);
 	if (v->fb.known)
-		return analyse(v);
+		return analyse(v, lo, hi);
 	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
 	return 0;
 }
