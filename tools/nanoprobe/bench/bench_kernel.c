@@ -7,7 +7,8 @@
  * config1 and the file offset in config2; the retprobe bit of config makes
  * it a uretprobe. Each event runs one BPF program, written here as eleven
  * raw instructions so that no BPF compiler is needed: look up slot 0 of a
- * per-CPU array and add 1 to it. The add is atomic because a uprobe's BPF
+ * per-CPU array and add 1 to it (slot N, N the probe's cookie, when each
+ * probe is counted apart: kcount_attach_each). The add is atomic because a uprobe's BPF
  * program runs with migration, not preemption, disabled: two tasks on one
  * CPU could otherwise lose an increment, and the count must equal the calls.
  */
@@ -53,10 +54,15 @@ static int read_pmu_number(const char *file, const char *prefix, int *out)
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
 					       .off = (o), .imm = (i)})
 
-static int load_counter_prog(int map_fd, unsigned attach_type, char *why, size_t len)
+/* each: the key is the probe's cookie (kcount_attach_each), not 0 */
+static int load_counter_prog(int map_fd, unsigned attach_type, bool each, char *why, size_t len)
 {
-	const struct bpf_insn insns[] = {
+	const struct bpf_insn key0[] = {
 		INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, 0), /* key = 0 */
+	}, key_cookie[] = {
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_attach_cookie), /* r1: ctx */
+		INSN(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_0, -4, 0), /* key = it */
+	}, count[] = {
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -4), /* r2 = &key */
 		INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map_fd),
@@ -68,11 +74,15 @@ static int load_counter_prog(int map_fd, unsigned attach_type, char *why, size_t
 		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
 		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
+	struct bpf_insn insns[sizeof(key_cookie) / sizeof(*key_cookie) + sizeof(count) / sizeof(*count)];
+	size_t nkey = each ? sizeof(key_cookie) : sizeof(key0);
+	memcpy(insns, each ? key_cookie : key0, nkey);
+	memcpy((char *)insns + nkey, count, sizeof(count));
 	char log[4096] = "";
 	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log, .log_size = sizeof(log), .log_level = 1,
 		    .expected_attach_type = (enum bpf_attach_type)attach_type);
 	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "np_bench_count", "GPL", insns,
-			       sizeof(insns) / sizeof(*insns), &o);
+			       (nkey + sizeof(count)) / sizeof(*insns), &o);
 	if (fd < 0) {
 		char *nl = strchr(log, '\n');
 		if (nl)
@@ -97,7 +107,7 @@ int kcount_open(struct kcount *k, char *why, size_t len)
 	k->map_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "np_bench_hits", 4, 8, 1, NULL);
 	if (k->map_fd < 0)
 		return why_errno(why, len, errno, "cannot create a BPF map");
-	k->prog_fd = load_counter_prog(k->map_fd, 0, why, len);
+	k->prog_fd = load_counter_prog(k->map_fd, 0, false, why, len);
 	if (k->prog_fd < 0) {
 		rc = k->prog_fd;
 		kcount_close(k);
@@ -170,7 +180,8 @@ static uint64_t prog_misses(int fd)
 
 static uint64_t all_misses(const struct kcount *k)
 {
-	return prog_misses(k->prog_fd) + prog_misses(k->multi_prog_fd);
+	return prog_misses(k->prog_fd) + prog_misses(k->multi_prog_fd) +
+	       prog_misses(k->each_prog_fd);
 }
 
 uint64_t kcount_missed(const struct kcount *k)
@@ -189,6 +200,12 @@ void kcount_detach_all(struct kcount *k)
 	if (zero && k->map_fd >= 0)
 		bpf_map_update_elem(k->map_fd, &key, zero, BPF_ANY);
 	free(zero);
+	if (k->each_prog_fd > 0)
+		close(k->each_prog_fd);
+	if (k->each_map_fd > 0)
+		close(k->each_map_fd);
+	k->each_prog_fd = k->each_map_fd = 0;
+	k->each_n = 0;
 	k->missed_base = all_misses(k);
 }
 
@@ -221,11 +238,23 @@ struct uprobe_multi_attr {
 	uint32_t cnt, flags, pid;
 };
 
+static int multi_link(struct kcount *k, struct uprobe_multi_attr *a, char *why, size_t len)
+{
+	int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, a, sizeof(*a));
+	if (fd < 0)
+		return why_errno(why, len, errno, "BPF uprobe_multi link (Linux 6.6+)");
+	if (push_fd(k, fd)) {
+		close(fd);
+		return why_errno(why, len, ENOMEM, "kernel uprobes");
+	}
+	return 0;
+}
+
 int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offsets,
 			unsigned n, bool ret, pid_t pid, char *why, size_t len)
 {
 	if (k->multi_prog_fd <= 0) {
-		int fd = load_counter_prog(k->map_fd, NP_BPF_TRACE_UPROBE_MULTI, why, len);
+		int fd = load_counter_prog(k->map_fd, NP_BPF_TRACE_UPROBE_MULTI, false, why, len);
 		if (fd < 0)
 			return fd;
 		k->multi_prog_fd = fd;
@@ -235,14 +264,48 @@ int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offs
 		.path = (uint64_t)(uintptr_t)path, .offsets = (uint64_t)(uintptr_t)offsets,
 		.cnt = n, .flags = ret ? NP_BPF_F_UPROBE_MULTI_RETURN : 0, .pid = (uint32_t)pid,
 	};
-	int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-	if (fd < 0)
-		return why_errno(why, len, errno, "BPF uprobe_multi link (Linux 6.6+)");
-	if (push_fd(k, fd)) {
-		close(fd);
-		return why_errno(why, len, ENOMEM, "kernel uprobes");
+	return multi_link(k, &a, why, len);
+}
+
+int kcount_attach_each(struct kcount *k, const char *path, const uint64_t *offsets,
+		       const uint64_t *slots, unsigned n, bool ret, pid_t pid, unsigned nslots,
+		       char *why, size_t len)
+{
+	if (k->each_n != nslots) {
+		kcount_detach_all(k);
+		k->each_map_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "np_bench_each", 4, 8,
+						nslots, NULL);
+		if (k->each_map_fd < 0)
+			return k->each_map_fd = 0, why_errno(why, len, errno, "cannot create a BPF map");
+		int fd = load_counter_prog(k->each_map_fd, NP_BPF_TRACE_UPROBE_MULTI, true, why, len);
+		if (fd < 0)
+			return fd;
+		k->each_prog_fd = fd;
+		k->each_n = nslots;
 	}
-	return 0;
+	struct uprobe_multi_attr a = {
+		.prog_fd = (uint32_t)k->each_prog_fd, .attach_type = NP_BPF_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path, .offsets = (uint64_t)(uintptr_t)offsets,
+		.cookies = (uint64_t)(uintptr_t)slots, .cnt = n,
+		.flags = ret ? NP_BPF_F_UPROBE_MULTI_RETURN : 0, .pid = (uint32_t)pid,
+	};
+	return multi_link(k, &a, why, len);
+}
+
+int kcount_read_each(const struct kcount *k, uint64_t *counts)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*v)) : NULL;
+	int rc = v ? 0 : -ENOMEM;
+	for (uint32_t key = 0; !rc && key < k->each_n; key++) {
+		counts[key] = 0;
+		if (bpf_map_lookup_elem(k->each_map_fd, &key, v))
+			rc = -errno;
+		for (int i = 0; !rc && i < ncpu; i++)
+			counts[key] += v[i];
+	}
+	free(v);
+	return rc;
 }
 
 int elf_vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *off)

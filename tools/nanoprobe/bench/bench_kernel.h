@@ -18,6 +18,10 @@ struct kcount {
 	size_t n_ev, cap;
 	int pmu_type, retprobe_bit;
 	int multi_prog_fd;   /* the same program for uprobe_multi links; 0: not yet */
+	/* a counter per probe (kcount_attach_each): a per-CPU array indexed by
+	 * the cookie of each probe of a uprobe_multi link; 0: none */
+	int each_map_fd, each_prog_fd;
+	unsigned each_n;
 	uint64_t missed_base; /* the programs' recursion misses at the last reset */
 };
 
@@ -34,6 +38,14 @@ int kcount_attach(struct kcount *k, const char *path, uint64_t offset, bool ret,
  * 0 for all), the kernel's cheapest way to place and remove many. */
 int kcount_attach_multi(struct kcount *k, const char *path, const uint64_t *offsets,
 			unsigned n, bool ret, pid_t pid, char *why, size_t len);
+/* The same, each probe counted apart: offsets[i]'s hits go to counter
+ * slots[i] of nslots (the same nslots for every call until
+ * kcount_detach_all), read by kcount_read_each. */
+int kcount_attach_each(struct kcount *k, const char *path, const uint64_t *offsets,
+		       const uint64_t *slots, unsigned n, bool ret, pid_t pid, unsigned nslots,
+		       char *why, size_t len);
+/* The nslots counters of kcount_attach_each, over every CPU. 0 or -errno. */
+int kcount_read_each(const struct kcount *k, uint64_t *counts);
 /* Hits counted so far by every attached event, over every CPU. */
 uint64_t kcount_read(const struct kcount *k);
 /* Hits the kernel did not run the program for, since the last reset: a
@@ -41,7 +53,8 @@ uint64_t kcount_read(const struct kcount *k);
  * kernel's per-CPU recursion guard), and a uprobe's program can be
  * preempted by another task's hit on the same CPU. */
 uint64_t kcount_missed(const struct kcount *k);
-/* Remove every probe (close the events), keep the program; counts reset. */
+/* Remove every probe (close the events), keep the program; counts reset,
+ * the per-probe counters of kcount_attach_each gone. */
 void kcount_detach_all(struct kcount *k);
 void kcount_close(struct kcount *k);
 
