@@ -137,7 +137,7 @@ static void attach_rows(const struct bench_opts *o, unsigned n, struct kcount *k
 {
 	double kernel_rate = 0;
 	for (int b = BK_KERNEL; b < BK_COUNT; b++) {
-		if (!o->backend[b] || b == BK_TRAP || b == BK_WATCH)
+		if (!bench_own_backend(o, b) || b == BK_TRAP || b == BK_WATCH)
 			continue;
 		struct bench_row r = {.kind = ROW_ATTACH, .backend = b, .cpus = 1, .probes = n,
 				      .calls = n};

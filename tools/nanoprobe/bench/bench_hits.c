@@ -115,7 +115,7 @@ static void run_group(const struct bench_opts *o, const struct bench_target *t, 
 {
 	double kernel_mps = 0;
 	for (int b = 0; b < BK_COUNT; b++) {
-		if (!o->backend[b] || b == BK_WATCH)
+		if (!bench_own_backend(o, b) || b == BK_WATCH)
 			continue;
 		struct bench_row r = {.kind = ROW_HITS, .backend = b, .cpus = cpus};
 		snprintf(r.bench, sizeof(r.bench), "%s-%s", ret ? "uretprobe" : "uprobe", t->name);

@@ -1,211 +1,132 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The real-program rows of `nanoprobe bench`: a program unprobed, under
- * `nanoprobe count` (this executable), and under the kernel's uprobes with
- * the counting BPF program, in one run, the overhead in percent.
- *
- *   python3-json: a json encode/decode loop that times itself; entry and
- *     return probes on libc's malloc and free.
- *   redis-set, redis-get: redis-server on 127.0.0.1, started here and shut
- *     down after, under redis-benchmark; probes on processCommand,
- *     readQueryFromClient and call.
- *
- * The kernel's probes are placed on the child before it execs the program
- * (perf events follow a task across exec), and count only its hits. Rows
- * whose Debian packages are missing say which, and are skipped; nothing is
- * installed.
+ * The real-program rows of `nanoprobe bench`: a program (bench_workloads.c)
+ * unprobed and under each tool that counts its probes' hits
+ * (bench_tools.c: nanoprobe, kernel uprobes with the bench's BPF counter,
+ * bpftrace, Frida), RUNS runs of each, interleaved, the median of each;
+ * and in every run, what each tool counted checked against what nanoprobe
+ * counted, probe by probe where the tool tells them apart.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "bench_kernel.h"
-#include "symbols/symtab.h"
+#include "bench_tools.h"
+#include "bench_workloads.h"
 
-/* The programs of the Debian packages, not whatever $PATH finds first (a
- * pyenv shim is a shell script that forks). */
-#define PYTHON3 "/usr/bin/python3"
-#define REDIS_SERVER "/usr/bin/redis-server"
-#define REDIS_BENCHMARK "/usr/bin/redis-benchmark"
+#define RUNS 3 /* of each backend, interleaved; the rows give the median */
 
-#define RUNS 3 /* each backend, interleaved; the median (python) or best (redis) */
+static const enum bench_backend order[] = {BK_NONE, BK_JUMP, BK_KERNEL, BK_BPFTRACE, BK_FRIDA};
+#define NB (sizeof(order) / sizeof(*order))
+#define JUMP_AT 1 /* order[JUMP_AT] == BK_JUMP: the counts the others are checked against */
 
-struct probe_point {
-	const char *lib;  /* np_resolve_path name, NULL: the program itself */
-	const char *func;
+struct program {
+	struct workload w;
+	/* per backend (index into order) and run; value[.][.][1]: redis GET */
+	double value[NB][RUNS][2], start[NB][RUNS], stop[NB][RUNS];
+	int done[NB];                 /* runs that measured */
+	char why[NB][256];            /* why a backend could not run */
+	struct tool_counts last[NB];  /* this run's counts */
+	char check[NB][160];          /* the hits against nanoprobe's */
+	size_t placed[NB];
 };
 
-/* A child started with its stdout in a temporary file. With a gate, it
- * waits until the gate closes before exec, so probes can go on it first. */
-struct child {
-	pid_t pid;
-	int gate;   /* write end; -1 when none */
-	FILE *out;
-};
+/* --- one run ------------------------------------------------------------- */
 
-static int start_child(char **argv, bool gated, struct child *c)
+/* What tool c counted against nanoprobe's ref, in words (struct bench_row). */
+static void check_hits(const struct tool_counts *ref, const struct tool_counts *c,
+		       const struct prog_spec *p, char *out, size_t len)
 {
-	int gate[2] = {-1, -1};
-	c->out = tmpfile();
-	if (!c->out || (gated && pipe(gate)))
-		return -errno;
-	fflush(NULL);
-	c->pid = fork();
-	if (c->pid < 0)
-		return -errno;
-	if (c->pid == 0) {
-		char b;
-		if (gated) {
-			close(gate[1]);
-			if (read(gate[0], &b, 1) < 0)
-				_exit(127);
-			close(gate[0]);
+	size_t n = p->n;
+	if (!c->per) { /* a total only: comparable when nanoprobe placed them all */
+		if (ref->placed == n && c->total == ref->total)
+			snprintf(out, len, "equal");
+		else
+			snprintf(out, len, "differ: %llu hits, nanoprobe %llu",
+				 (unsigned long long)c->total, (unsigned long long)ref->total);
+		return;
+	}
+	size_t both = 0, differ = 0, first = 0;
+	uint64_t mine = 0, theirs = 0;
+	for (size_t i = 0; i < n; i++)
+		if (c->state[i] == PT_PLACED && ref->state[i] == PT_PLACED) {
+			both++;
+			if (c->per[i] != ref->per[i] && !differ++)
+				first = i;
+			mine += c->per[i], theirs += ref->per[i];
 		}
-		dup2(fileno(c->out), 1);
-		if (!getenv("NP_BENCH_DEBUG")) {
-			int null = open("/dev/null", O_WRONLY);
-			dup2(null, 2);
+	if (differ)
+		snprintf(out, len, "differ at %zu of %zu probes: %llu hits, nanoprobe %llu (%s%s: "
+			 "%llu, nanoprobe %llu)", differ, both, (unsigned long long)mine,
+			 (unsigned long long)theirs, p->pts[first].name,
+			 p->pts[first].ret ? "%return" : "", (unsigned long long)c->per[first],
+			 (unsigned long long)ref->per[first]);
+	else if (both == n)
+		snprintf(out, len, "equal");
+	else /* Frida: the rest it refused, or hooked where their first jump goes */
+		snprintf(out, len, "equal on the %zu probes placed where asked (%zu followed a "
+			 "jump elsewhere, %zu refused)", both, c->redirected, c->refused);
+}
+
+/* "start=S end=E elapsed=X" from the program: its own times. */
+static bool parse_times(const char *out, double *start, double *end, double *elapsed)
+{
+	const char *s = out ? strstr(out, "start=") : NULL;
+	return s && sscanf(s, "start=%lf end=%lf elapsed=%lf", start, end, elapsed) == 3 &&
+	       *elapsed > 0;
+}
+
+static void run_once(const struct bench_opts *o, struct program *pg, unsigned bi, int run,
+		     struct kcount *k)
+{
+	char *why = pg->why[bi];
+	struct tool_run t;
+	double begin = 0, end = 0, ended, v[2] = {0, 0};
+	struct workload *w = &pg->w;
+	bool redis = !strcmp(w->metric, "rps");
+	if (redis && redis_next_port(w))
+		return (void)snprintf(why, 256, "cannot write %.200s", w->conf);
+	int rc = tool_start(o, order[bi], &w->spec, k, &t, why, 256);
+	if (rc && t.pid <= 0)
+		return;
+	if (!rc && redis) {
+		long requests = (long)(o->seconds * 50000) + 1000;
+		if (redis_ready(w->port, &t)) {
+			begin = realtime_now();
+			if (!redis_benchmark(w->port, requests, v))
+				snprintf(why, 256, "redis-benchmark failed");
+		} else {
+			snprintf(why, 256, "redis-server did not answer");
 		}
-		execvp(argv[0], argv);
-		_exit(127);
+		end = realtime_now();
+		if (!redis_send(w->port, "SHUTDOWN NOSAVE\r\n"))
+			kill(t.pid, SIGTERM);
 	}
-	if (gated)
-		close(gate[0]);
-	c->gate = gated ? gate[1] : -1;
-	return 0;
-}
-
-static void open_gate(struct child *c)
-{
-	if (c->gate >= 0)
-		close(c->gate);
-	c->gate = -1;
-}
-
-/* Wait for it; its whole stdout, malloc'd, or NULL. */
-static char *finish_child(struct child *c)
-{
-	int st;
-	open_gate(c);
-	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
-		;
-	size_t n = (size_t)ftell(c->out);
-	char *s = malloc(n + 1);
-	rewind(c->out);
-	if (s)
-		s[fread(s, 1, n, c->out)] = 0;
-	fclose(c->out);
-	return s;
-}
-
-/* The sum of every "count":N in `nanoprobe count -j` output. */
-static uint64_t sum_counts(const char *s)
-{
-	uint64_t sum = 0;
-	for (const char *p = s; p && (p = strstr(p, "\"count\":")); p += 8)
-		sum += strtoull(p + 8, NULL, 10);
-	return sum;
-}
-
-/* sum_counts of the file at path (`count -j -o path`), 0 if unreadable. */
-static uint64_t file_counts(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char buf[65536];
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	return sum_counts(buf);
-}
-
-/* Kernel uprobes (entry, and return if asked) on every point, for pid. */
-static int kernel_probes(struct kcount *k, const char *prog, const struct probe_point *pts,
-			 unsigned n, bool ret, pid_t pid, char *why, size_t len)
-{
-	for (unsigned i = 0; i < n; i++) {
-		char path[PATH_MAX], err[256];
-		struct np_symtab st;
-		uint64_t off;
-		if (np_resolve_program(pts[i].lib ? pts[i].lib : prog, 0, path, sizeof(path), NULL,
-				       0, err, sizeof(err)) ||
-		    np_symtab_load(path, &st, err, sizeof(err)))
-			return snprintf(why, len, "%s", err), -ENOENT;
-		const struct np_sym *s = np_symtab_find(&st, pts[i].func);
-		int rc = s ? elf_vaddr_to_offset(path, s->addr, &off) : -ENOENT;
-		np_symtab_free(&st);
-		if (rc)
-			return snprintf(why, len, "%.200s: no function %s", path, pts[i].func), rc;
-		for (int r = 0; r <= (int)ret; r++)
-			if ((rc = kcount_attach(k, path, off, r, pid, why, len)))
-				return rc;
-	}
-	return 0;
-}
-
-/* --- python3 ------------------------------------------------------------- */
-
-/* Records with a text field of 100 to 730 bytes: strings over 512 bytes
- * bypass Python's small-object allocator, so about 170 malloc and free
- * calls per loop reach libc (without it, json barely calls malloc). */
-static const char py_workload[] =
-	"import json, time\n"
-	"rows = [{'id': i, 'name': 'item%d' % i, 'tags': ['a', 'b', str(i % 7)],"
-	" 'price': i * 1.25, 'note': 'x' * (100 + 10 * (i % 64))} for i in range(200)]\n"
-	"n = int(__import__('sys').argv[1])\n"
-	"t = time.perf_counter()\n"
-	"for _ in range(n):\n"
-	"    rows = json.loads(json.dumps(rows, sort_keys=True))\n"
-	"print('elapsed=%.6f' % (time.perf_counter() - t))\n";
-
-static const struct probe_point py_points[] = {{"c", "malloc"}, {"c", "free"}};
-
-/* One run: seconds of the loop (0 on failure), hits counted. */
-static double python_run(const struct bench_opts *o, enum bench_backend b, struct kcount *k,
-			 const char *iters, uint64_t *hits, char *why, size_t len)
-{
-	char *plain[] = {PYTHON3, "-c", (char *)py_workload, (char *)iters, NULL};
-	/* The counts to a file of their own: with -j and no -o the started
-	 * program's stdout goes to stderr (docs/cli.md), and its "elapsed="
-	 * line is read from stdout here. */
-	char counts[] = "/tmp/np-bench-counts-XXXXXX";
-	int cfd = mkstemp(counts);
-	if (cfd < 0)
-		return snprintf(why, len, "cannot make a file for the counts: %s", strerror(errno)), 0;
-	close(cfd);
-	char *probed[] = {(char *)o->self, "count", "-j", "-o", counts, "c:malloc", "c:free",
-			  "c:malloc%return", "c:free%return", "--", PYTHON3, "-c",
-			  (char *)py_workload, (char *)iters, NULL};
-	struct child c;
-	if (start_child(b == BK_JUMP ? probed : plain, b == BK_KERNEL, &c)) {
-		unlink(counts);
-		return snprintf(why, len, "cannot start python3: %s", strerror(errno)), 0;
-	}
-	if (b == BK_KERNEL && kernel_probes(k, PYTHON3, py_points, 2, true, c.pid, why, len))
-		kill(c.pid, SIGKILL);
-	char *out = finish_child(&c);
-	const char *e = out ? strstr(out, "elapsed=") : NULL;
-	double secs = e ? strtod(e + 8, NULL) : 0;
-	*hits = b == BK_KERNEL ? kcount_read(k) : b == BK_JUMP ? file_counts(counts) : 0;
-	unlink(counts);
-	if (b == BK_KERNEL)
-		kcount_detach_all(k);
-	if (!secs && !why[0])
-		snprintf(why, len, "the python3 workload failed");
+	char *out = tool_finish(&t, &ended, why, 256);
+	if (!redis && !parse_times(out, &begin, &end, &v[0]) && !why[0])
+		snprintf(why, 256, "%s printed no times", w->spec.argv[0]);
 	free(out);
-	return secs;
+	tool_counts_free(&pg->last[bi]);
+	if (!why[0])
+		tool_counts(&t, &w->spec, &pg->last[bi], why, 256);
+	if (order[bi] == BK_KERNEL)
+		kcount_detach_all(k);
+	if (why[0])
+		return;
+	if (order[bi] != BK_NONE && bi != JUMP_AT && pg->done[JUMP_AT] == run + 1 &&
+	    (!pg->check[bi][0] || !strncmp(pg->check[bi], "equal", 5)))
+		check_hits(&pg->last[JUMP_AT], &pg->last[bi], &w->spec, pg->check[bi],
+			   sizeof(pg->check[bi]));
+	pg->placed[bi] = pg->last[bi].placed;
+	memcpy(pg->value[bi][run], v, sizeof(v));
+	pg->start[bi][run] = begin - t.launched;
+	pg->stop[bi][run] = ended - end;
+	pg->done[bi]++;
 }
+
+/* --- rows ---------------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -213,192 +134,95 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void python_rows(const struct bench_opts *o, struct kcount *k, const char *kernel_why)
+/* The median of the n figures at v with stride `step`. */
+static double median(const double *v, int n, size_t step)
 {
-	static const enum bench_backend order[] = {BK_NONE, BK_JUMP, BK_KERNEL};
-	struct bench_row rows[3];
-	double t[3][RUNS] = {{0}};
-	char iters[16];
-	/* about 1 s unprobed at -d 1 here; -d 0.1 gives the test a short run */
-	snprintf(iters, sizeof(iters), "%d", (int)(o->seconds * 600) + 1);
-	for (int i = 0; i < 3; i++) {
-		rows[i] = (struct bench_row){.kind = ROW_PROGRAM, .backend = order[i], .cpus = 1,
-					     .metric = "seconds"};
-		snprintf(rows[i].bench, sizeof(rows[i].bench), "python3-json");
-		if (!o->backend[order[i]])
-			continue;
-		if (access(PYTHON3, X_OK))
-			snprintf(rows[i].skipped, sizeof(rows[i].skipped),
-				 "needs the Debian package python3");
-		else if (order[i] == BK_KERNEL && kernel_why[0])
-			snprintf(rows[i].skipped, sizeof(rows[i].skipped), "%s", kernel_why);
-	}
-	for (int run = 0; run < RUNS; run++)
-		for (int i = 0; i < 3; i++)
-			if (o->backend[order[i]] && !rows[i].skipped[0])
-				t[i][run] = python_run(o, order[i], k, iters, &rows[i].hits,
-						       rows[i].skipped, sizeof(rows[i].skipped));
-	for (int i = 0; i < 3; i++) {
-		if (!o->backend[order[i]])
-			continue;
-		qsort(t[i], RUNS, sizeof(double), cmp_double);
-		rows[i].value = t[i][RUNS / 2];
-		if (i && !rows[0].skipped[0] && o->backend[BK_NONE] && rows[0].value > 0)
-			rows[i].overhead_pct = (rows[i].value / rows[0].value - 1) * 100;
-		bench_emit(o, &rows[i]);
-	}
+	double s[RUNS];
+	for (int i = 0; i < n; i++)
+		s[i] = v[i * step];
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	return n == 0 ? 0 : n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* --- redis --------------------------------------------------------------- */
-
-static const struct probe_point redis_points[] = {
-	{NULL, "processCommand"}, {NULL, "readQueryFromClient"}, {NULL, "call"}};
-
-/* A TCP port nobody listens on now. */
-static int free_port(void)
+static void emit_rows(const struct bench_opts *o, struct program *pg)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-/* Connect to the server; with cmd, send it (RESP inline) and close. */
-static bool redis_send(int port, const char *cmd)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok = fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a));
-	if (ok && cmd)
-		ok = write(fd, cmd, strlen(cmd)) == (ssize_t)strlen(cmd);
-	char b[64];
-	if (ok && cmd)
-		(void)!read(fd, b, sizeof(b)); /* the server closes on SHUTDOWN */
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-static bool wait_ready(int port, pid_t pid)
-{
-	for (int i = 0; i < 500; i++) {
-		if (redis_send(port, NULL))
-			return true;
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return false;
-		nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-	}
-	return false;
-}
-
-/* redis-benchmark's --csv: "SET","81234.57",... -> rps of SET and GET. */
-static bool redis_benchmark(int port, long requests, double rps[2])
-{
-	char p[16], n[24];
-	snprintf(p, sizeof(p), "%d", port);
-	snprintf(n, sizeof(n), "%ld", requests);
-	char *argv[] = {REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", p, "-t", "set,get", "-n", n,
-			"-q", "--csv", NULL};
-	struct child c;
-	if (start_child(argv, false, &c))
-		return false;
-	char *out = finish_child(&c);
-	const char *s = out ? strstr(out, "\"SET\",\"") : NULL, *g = out ? strstr(out, "\"GET\",\"") : NULL;
-	rps[0] = s ? strtod(s + 7, NULL) : 0;
-	rps[1] = g ? strtod(g + 7, NULL) : 0;
-	free(out);
-	return rps[0] > 0 && rps[1] > 0;
-}
-
-static int redis_run(const struct bench_opts *o, enum bench_backend b, struct kcount *k,
-		     double rps[2], uint64_t *hits, char *why, size_t len)
-{
-	int port = free_port();
-	char p[16];
-	snprintf(p, sizeof(p), "%d", port);
-	char *server[] = {REDIS_SERVER, "--port", p, "--bind", "127.0.0.1", "--save", "",
-			  "--appendonly", "no", "--loglevel", "warning", NULL};
-	char *probed[] = {(char *)o->self, "count", "-j", "processCommand", "readQueryFromClient",
-			  "call", "--", REDIS_SERVER, "--port", p, "--bind", "127.0.0.1",
-			  "--save", "", "--appendonly", "no", "--loglevel", "warning", NULL};
-	struct child c;
-	if (port < 0 || start_child(b == BK_JUMP ? probed : server, b == BK_KERNEL, &c))
-		return snprintf(why, len, "cannot start redis-server"), -1;
-	if (b == BK_KERNEL &&
-	    kernel_probes(k, REDIS_SERVER, redis_points, 3, false, c.pid, why, len))
-		kill(c.pid, SIGKILL);
-	open_gate(&c);
-	long requests = (long)(o->seconds * 50000) + 1000;
-	bool ok = !why[0] && wait_ready(port, c.pid) && redis_benchmark(port, requests, rps);
-	if (!redis_send(port, "SHUTDOWN NOSAVE\r\n"))
-		kill(c.pid, SIGTERM);
-	char *out = finish_child(&c);
-	*hits = b == BK_KERNEL ? kcount_read(k) : b == BK_JUMP ? sum_counts(out) : 0;
-	if (b == BK_KERNEL)
-		kcount_detach_all(k);
-	free(out);
-	if (!ok && !why[0])
-		snprintf(why, len, "redis-server or redis-benchmark failed");
-	return ok ? 0 : -1;
-}
-
-static void redis_rows(const struct bench_opts *o, struct kcount *k, const char *kernel_why)
-{
-	static const enum bench_backend order[] = {BK_NONE, BK_JUMP, BK_KERNEL};
-	static const char *const names[2] = {"redis-set", "redis-get"};
-	double best[3][2] = {{0}};
-	uint64_t hits[3] = {0};
-	char why[3][256] = {""};
-	const char *need = access(REDIS_SERVER, X_OK)      ? "redis-server" :
-			   access(REDIS_BENCHMARK, X_OK) ? "redis-tools" : NULL;
-	for (int i = 0; i < 3; i++)
-		if (need)
-			snprintf(why[i], sizeof(why[i]), "needs the Debian package %s", need);
-		else if (order[i] == BK_KERNEL && kernel_why[0])
-			snprintf(why[i], sizeof(why[i]), "%s", kernel_why);
-	for (int run = 0; run < RUNS; run++)
-		for (int i = 0; i < 3; i++) {
-			double rps[2];
-			if (!o->backend[order[i]] || why[i][0] ||
-			    redis_run(o, order[i], k, rps, &hits[i], why[i], sizeof(why[i])))
+	bool rps = !strcmp(pg->w.metric, "rps");
+	for (int r = 0; r < 2 && pg->w.rows[r]; r++) {
+		double none = pg->done[0] ? median(&pg->value[0][0][r], pg->done[0], 2) : 0;
+		for (unsigned bi = 0; bi < NB; bi++) {
+			if (!o->backend[order[bi]] || !bench_selected(o, pg->w.rows[r]))
 				continue;
-			for (int t = 0; t < 2; t++)
-				best[i][t] = rps[t] > best[i][t] ? rps[t] : best[i][t];
+			struct bench_row row = {.kind = ROW_PROGRAM, .backend = order[bi], .cpus = 1,
+						.metric = pg->w.metric, .probes = (unsigned)pg->w.spec.n,
+						.hits = pg->last[bi].total,
+						.missed = pg->last[bi].missed,
+						.placed = (unsigned)pg->placed[bi]};
+			snprintf(row.bench, sizeof(row.bench), "%s", pg->w.rows[r]);
+			if (!pg->done[bi])
+				snprintf(row.skipped, sizeof(row.skipped), "%s",
+					 pg->why[bi][0] ? pg->why[bi] : "did not run");
+			int n = pg->done[bi];
+			row.value = median(&pg->value[bi][0][r], n, 2);
+			row.start_s = median(pg->start[bi], n, 1);
+			row.stop_s = median(pg->stop[bi], n, 1);
+			for (int i = 0, at = 0; i < n && at < (int)sizeof(row.runs); i++)
+				at += snprintf(row.runs + at, sizeof(row.runs) - (size_t)at, "%s%.*f",
+					       i ? " " : "", rps ? 0 : 3, pg->value[bi][i][r]);
+			row.has_overhead = bi && none > 0 && row.value > 0;
+			if (row.has_overhead)
+				row.overhead_pct = rps ? (1 - row.value / none) * 100
+						       : (row.value / none - 1) * 100;
+			snprintf(row.hits_check, sizeof(row.hits_check), "%s%s%s%s", pg->check[bi],
+				 n && pg->why[bi][0] ? (pg->check[bi][0] ? "; " : "") : "",
+				 n && pg->why[bi][0] ? "a later run failed: " : "",
+				 n ? pg->why[bi] : "");
+			bench_emit(o, &row);
 		}
-	for (int t = 0; t < 2; t++)
-		for (int i = 0; i < 3; i++) {
-			if (!o->backend[order[i]] || !bench_selected(o, names[t]))
-				continue;
-			struct bench_row r = {.kind = ROW_PROGRAM, .backend = order[i], .cpus = 1,
-					      .metric = "rps", .value = best[i][t], .hits = hits[i]};
-			snprintf(r.bench, sizeof(r.bench), "%s", names[t]);
-			snprintf(r.skipped, sizeof(r.skipped), "%s", why[i]);
-			if (i && best[0][t] > 0)
-				r.overhead_pct = (1 - best[i][t] / best[0][t]) * 100;
-			bench_emit(o, &r);
-		}
+	}
+}
+
+/* A program's rows: every backend RUNS times, interleaved. */
+static void program_rows(const struct bench_opts *o, struct program *pg, enum workload_kind kind,
+			 struct kcount *k, const char *kernel_why)
+{
+	char why[256] = "";
+	workload_make(o, kind, &pg->w, why, sizeof(why));
+	for (unsigned bi = 0; bi < NB; bi++)
+		if (!o->backend[order[bi]])
+			continue;
+		else if (why[0])
+			snprintf(pg->why[bi], sizeof(pg->why[bi]), "%s", why);
+		else if (order[bi] == BK_KERNEL)
+			snprintf(pg->why[bi], sizeof(pg->why[bi]), "%s", kernel_why);
+		else
+			tool_available(o, order[bi], pg->why[bi], sizeof(pg->why[bi]));
+	for (int run = 0; run < RUNS; run++)
+		for (unsigned bi = 0; bi < NB; bi++)
+			if (o->backend[order[bi]] && !pg->why[bi][0])
+				run_once(o, pg, bi, run, k);
+	emit_rows(o, pg);
+	for (unsigned bi = 0; bi < NB; bi++)
+		tool_counts_free(&pg->last[bi]);
+	workload_free(&pg->w);
 }
 
 int bench_programs(const struct bench_opts *o)
 {
-	bool py = bench_selected(o, "python3-json");
-	bool redis = bench_selected(o, "redis-set") || bench_selected(o, "redis-get");
-	if (!py && !redis)
+	static const enum workload_kind kinds[] = {WL_PYTHON, WL_SQLITE, WL_REDIS};
+	bool want[] = {bench_selected(o, "python3-json"), bench_selected(o, "sqlite3"),
+		       bench_selected(o, "redis-set") || bench_selected(o, "redis-get")};
+	if (!want[0] && !want[1] && !want[2])
 		return 0;
 	struct kcount k = {.map_fd = -1, .prog_fd = -1};
 	char kernel_why[256] = "";
 	if (o->backend[BK_KERNEL])
 		kcount_open(&k, kernel_why, sizeof(kernel_why));
-	if (py)
-		python_rows(o, &k, kernel_why);
-	if (redis)
-		redis_rows(o, &k, kernel_why);
+	static struct program pg; /* large: not on the stack */
+	for (unsigned i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
+		if (want[i]) {
+			pg = (struct program){0};
+			program_rows(o, &pg, kinds[i], &k, kernel_why);
+		}
 	kcount_close(&k);
 	return 0;
 }

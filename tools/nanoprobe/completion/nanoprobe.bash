@@ -22,7 +22,7 @@ _nanoprobe_options()
 	run) echo "-e --program -p --pid -c --command -d --duration -o --output -f --format --strategy --buffer-kb --map-keys --no-follow $std" ;;
 	list) echo "-j --json --names $std" ;;
 	analyze) echo "-j --json --arch $std" ;;
-	bench) echo "-j --json -d --duration --threads --backend $std" ;;
+	bench) echo "-j --json -d --duration --threads --backend --programs $std" ;;
 	esac
 }
 
@@ -35,7 +35,7 @@ _nanoprobe_value()
 	--strategy) compgen -W "auto jump trap" -- "$2" ;;
 	-f | --format) compgen -W "text json" -- "$2" ;;
 	--arch) compgen -W "x86_64 arm64 riscv64" -- "$2" ;;
-	--backend) compgen -W "none kernel trap jump watch" -- "$2" ;;
+	--backend) compgen -W "none kernel trap jump watch bpftrace frida" -- "$2" ;;
 	-c | --command) compgen -c -- "$2" ;;
 	-d | --duration | -i | --interval | -n | --top | --buffer-kb | --map-keys | --threads | -e | --program) ;;
 	*) return 1 ;;

@@ -21,7 +21,8 @@
 #include "commands.h"
 #include "output/quote.h"
 
-const char *const bench_backend_names[BK_COUNT] = {"none", "kernel", "trap", "jump", "watch"};
+const char *const bench_backend_names[BK_COUNT] = {"none",  "kernel",   "trap", "jump",
+						    "watch", "bpftrace", "frida"};
 
 bool bench_selected(const struct bench_opts *o, const char *bench)
 {
@@ -65,10 +66,18 @@ static void emit_json(const struct bench_row *r)
 		       r->detach_cpu_ms, (unsigned long long)r->calls, (unsigned long long)r->hits);
 		break;
 	case ROW_PROGRAM:
-		printf(",\"metric\":\"%s\",\"value\":%.4f", r->metric, r->value);
+		printf(",\"metric\":\"%s\",\"value\":%.4f,\"runs\":\"%s\",\"start_s\":%.3f,"
+		       "\"stop_s\":%.3f", r->metric, r->value, r->runs, r->start_s, r->stop_s);
+		if (r->has_overhead)
+			printf(",\"overhead_pct\":%.2f", r->overhead_pct);
 		if (r->backend != BK_NONE)
-			printf(",\"overhead_pct\":%.2f,\"hits\":%llu", r->overhead_pct,
-			       (unsigned long long)r->hits);
+			printf(",\"hits\":%llu,\"missed\":%llu,\"probes\":%u,\"placed\":%u",
+			       (unsigned long long)r->hits, (unsigned long long)r->missed, r->probes,
+			       r->placed);
+		if (r->hits_check[0]) {
+			printf(",\"hits_check\":");
+			quote_json(stdout, r->hits_check);
+		}
 		break;
 	case ROW_USECS:
 		printf(",\"usecs_per_op\":%.5f,\"ops\":%llu,\"threads\":%u", r->usecs_per_op,
@@ -85,7 +94,7 @@ static void emit_json(const struct bench_row *r)
 
 static void emit_text(const struct bench_row *r)
 {
-	printf("%-15s %-7s (%2u cpus): ", r->bench, bench_backend_names[r->backend], r->cpus);
+	printf("%-15s %-8s(%2u cpus): ", r->bench, bench_backend_names[r->backend], r->cpus);
 	if (r->skipped[0]) {
 		printf("skipped: %s\n", r->skipped);
 		return;
@@ -110,8 +119,15 @@ static void emit_text(const struct bench_row *r)
 			printf("%10.0f requests/s", r->value);
 		else
 			printf("%10.3f s", r->value);
+		if (r->has_overhead)
+			printf("  %+7.1f%%", r->overhead_pct);
 		if (r->backend != BK_NONE)
-			printf("  %+6.1f%%", r->overhead_pct);
+			printf("  %llu hits", (unsigned long long)r->hits);
+		if (r->missed)
+			printf(" (%llu missed)", (unsigned long long)r->missed);
+		printf("  (start %.2f s, exit %.2f s)", r->start_s, r->stop_s);
+		if (r->hits_check[0] && strcmp(r->hits_check, "equal"))
+			printf("  hits %s", r->hits_check);
 		break;
 	}
 	if (r->vs_kernel > 0)
@@ -137,7 +153,7 @@ static int parse_backends(char *list, struct bench_opts *o)
 			b++;
 		if (b == BK_COUNT) {
 			fprintf(stderr, "nanoprobe bench: --backend is a list of none, kernel, trap, "
-					"jump, watch; not '%s'\n", name);
+					"jump, watch, bpftrace, frida; not '%s'\n", name);
 			return -1;
 		}
 		o->backend[b] = true;
@@ -157,24 +173,28 @@ static int parse_number(const char *opt, const char *arg, double lo, double hi, 
 	return 0;
 }
 
-enum { OPT_THREADS = 256, OPT_BACKEND };
+enum { OPT_THREADS = 256, OPT_BACKEND, OPT_PROGRAMS };
 
 static const struct cli_opt bench_own[] = {
 	{'j', "json", NULL, "one JSON object per row and line, each with \"type\": \"bench\""},
 	{'d', "duration", "SECONDS", "measured time per trigger row (default 1)"},
 	{OPT_THREADS, "threads", "N", "only the trigger rows with N threads"},
-	{OPT_BACKEND, "backend", "LIST", "some of none,kernel,trap,jump,watch (default: all)"},
+	{OPT_BACKEND, "backend", "LIST",
+	 "some of none,kernel,trap,jump,watch,bpftrace,frida (default: not the last two)"},
+	{OPT_PROGRAMS, "programs", NULL,
+	 "only the real programs, under every tool (bpftrace and frida too)"},
 	{0},
 };
 static const struct cli_opt *const bench_opts[] = {bench_own, NULL};
 
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-	struct option longs[8];
+	struct option longs[12];
 	char shortopts[16];
 	double v;
 	int opt;
-	cli_getopt_tables(bench_opts, shortopts, sizeof(shortopts), longs, 8);
+	bool backends = false;
+	cli_getopt_tables(bench_opts, shortopts, sizeof(shortopts), longs, 12);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, shortopts, longs, NULL)) != -1) {
 		if (opt == '?' || opt == ':')
@@ -185,9 +205,17 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 			o->seconds = v;
 		else if (opt == OPT_THREADS && !parse_number("--threads", optarg, 1, 64, &v))
 			o->threads = (unsigned)v;
+		else if (opt == OPT_PROGRAMS)
+			o->programs = true;
 		else if (opt != OPT_BACKEND || parse_backends(optarg, o))
 			return -1;
+		else
+			backends = true;
 	}
+	/* bpftrace and Frida take minutes for a library's every function:
+	 * asked for by name, or by --programs */
+	if (!backends)
+		o->backend[BK_BPFTRACE] = o->backend[BK_FRIDA] = o->programs;
 	if (optind < argc - 1) {
 		fprintf(stderr, "nanoprobe bench: one PATTERN at most\n");
 		return -1;
@@ -209,8 +237,9 @@ int cmd_bench(int argc, char **argv)
 		self[n] = 0;
 		o.self = self;
 	}
-	int rc = bench_hits(&o) | bench_attach(&o) | bench_programs(&o) | bench_watch(&o);
-	return rc;
+	if (o.programs)
+		return bench_programs(&o);
+	return bench_hits(&o) | bench_attach(&o) | bench_programs(&o) | bench_watch(&o);
 }
 
 const struct cli_verb verb_bench = {
