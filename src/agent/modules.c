@@ -29,10 +29,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct module_scan {
-	uint64_t dev, ino;
-	uint64_t bias;
-	bool found;
+/* The mapped modules' files, each looked at once per pass. A pass asks
+ * for the module of every waiting probe: asking the file system each time
+ * made an attach of every function of a library (thousands of probes, a
+ * few dozen modules) spend most of its time in stat(), and did so again
+ * in every process of the tree and after every dlopen. */
+struct module_file {
+	uint64_t dev, ino, bias;
+};
+
+struct module_table {
+	struct module_file *m;
+	size_t n, cap;
+	bool partial; /* more modules than room: ask the file system */
 };
 
 /* The program's own file. Opened, not stat'ed by name: under qemu-user,
@@ -47,21 +56,81 @@ static int stat_program(struct stat *st)
 	return rc;
 }
 
+static int stat_module(const struct dl_phdr_info *info, struct stat *st)
+{
+	const char *name = info->dlpi_name;
+	return name && name[0] ? stat(name, st) : stat_program(st);
+}
+
+static int count_module(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	(void)info, (void)size;
+	++*(size_t *)cookie;
+	return 0;
+}
+
+static int note_module_file(struct dl_phdr_info *info, size_t size, void *cookie)
+{
+	(void)size;
+	struct module_table *t = cookie;
+	struct stat st;
+	if (t->n == t->cap) {
+		t->partial = true; /* loaded since it was counted */
+		return 1;
+	}
+	if (!stat_module(info, &st))
+		t->m[t->n++] = (struct module_file){(uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						    info->dlpi_addr};
+	return 0;
+}
+
+/* Room for a few modules that a dlopen on another thread may add between
+ * the count and the look; beyond that, lookups fall back to stat(). */
+static void module_table_load(struct module_table *t)
+{
+	size_t n = 0;
+	dl_iterate_phdr(count_module, &n);
+	*t = (struct module_table){.cap = n + 8};
+	t->m = calloc(t->cap, sizeof(*t->m));
+	if (!t->m)
+		t->cap = 0, t->partial = true;
+	else
+		dl_iterate_phdr(note_module_file, t);
+}
+
+static void module_table_free(struct module_table *t)
+{
+	free(t->m);
+	*t = (struct module_table){0};
+}
+
+struct module_scan {
+	uint64_t dev, ino;
+	uint64_t bias;
+	bool found;
+};
+
 static int match_module(struct dl_phdr_info *info, size_t size, void *cookie)
 {
 	struct module_scan *s = cookie;
-	const char *name = info->dlpi_name;
 	struct stat st;
-	if ((name && name[0] ? stat(name, &st) : stat_program(&st)) ||
-	    (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino)
+	(void)size;
+	if (stat_module(info, &st) || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino)
 		return 0;
 	s->bias = info->dlpi_addr;
 	s->found = true;
 	return 1;
 }
 
-static bool module_bias(uint64_t dev, uint64_t ino, uint64_t *bias)
+/* The load bias of the module with this file, if one is mapped: the
+ * first in load order, as dl_iterate_phdr lists them. t may be NULL. */
+static bool module_bias(const struct module_table *t, uint64_t dev, uint64_t ino, uint64_t *bias)
 {
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->m[i].dev == dev && t->m[i].ino == ino)
+			return *bias = t->m[i].bias, true;
+	if (t && !t->partial)
+		return false;
 	struct module_scan s = {.dev = dev, .ino = ino};
 	dl_iterate_phdr(match_module, &s);
 	*bias = s.bias;
@@ -243,6 +312,8 @@ int np_agent_attach_pending(void)
 		return 0;
 	struct aprobe **ready = calloc(pending, sizeof(*ready));
 	uint64_t *bias = calloc(pending, sizeof(*bias));
+	struct module_table mods;
+	module_table_load(&mods);
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t b;
@@ -250,13 +321,14 @@ int np_agent_attach_pending(void)
 			continue;
 		if (ap->m.action == NP_ACT_WATCH && !ap->m.dev && !ap->m.ino)
 			attach_one(ap, 0); /* an absolute address */
-		else if (!module_bias(ap->m.dev, ap->m.ino, &b))
+		else if (!module_bias(&mods, ap->m.dev, ap->m.ino, &b))
 			waiting++;
 		else if (ready && bias && ap->m.action != NP_ACT_WATCH)
 			ready[n] = ap, bias[n++] = b;
 		else
 			attach_one(ap, b);
 	}
+	module_table_free(&mods);
 	if (n)
 		attach_ready(ready, bias, n);
 	free(ready), free(bias);
@@ -268,11 +340,16 @@ int np_agent_attach_pending(void)
  * next dlopen of the module places them again. Caller holds the lock. */
 static void forget_unloaded(void)
 {
+	struct module_table mods = {0};
+	bool loaded = false;
 	for (uint32_t i = 0; i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t bias;
-		if (ap->state != AP_ATTACHED || (!ap->m.dev && !ap->m.ino) ||
-		    module_bias(ap->m.dev, ap->m.ino, &bias))
+		if (ap->state != AP_ATTACHED || (!ap->m.dev && !ap->m.ino))
+			continue;
+		if (!loaded)
+			module_table_load(&mods), loaded = true;
+		if (module_bias(&mods, ap->m.dev, ap->m.ino, &bias))
 			continue;
 		ap->missed_before += ap->watch ? np_watch_missed(ap->watch) : np_probe_missed(ap->probe);
 		np_probe_free(ap->probe);
@@ -282,6 +359,7 @@ static void forget_unloaded(void)
 		ap->state = AP_PENDING;
 		ap->sema_raised = false; /* it went with the module */
 	}
+	module_table_free(&mods);
 }
 
 /* Every probe removed in one np_probe_detach_many (one by one if there is
@@ -321,25 +399,42 @@ static uint64_t missed_now(const struct aprobe *ap)
 }
 
 /* Every process of the tree adds what it missed since it last did: the
- * counts are shared, and each process knows only its own. */
-void np_agent_publish_missed(void)
+ * counts are shared, and each process knows only its own. Every miss of a
+ * session probe is also counted under its reason (shadow.c, watch_hit.c),
+ * after its probe's count: when no reason moved since the last call, no
+ * probe's count did either, and the probes are not summed again. That sum
+ * reads each probe's slot in every thread block, thousands of probes times
+ * every block, which on each 10 ms tick cost more than the probes' hits. */
+static void publish_missed(bool every_probe)
 {
 	struct np_shm_header *h = np_agent.shm;
 	uint64_t *missed = h ? np_shm_missed(h) : NULL;
+	bool moved = every_probe;
 	for (int r = 0; missed && r < NP_MISS_REASONS && r < NP_SHM_MISS_REASONS; r++) {
 		uint64_t now = np_missed_by((enum np_miss_reason)r);
 		if (now > np_agent.why_told[r])
 			__atomic_fetch_add(&h->missed_why[r], now - np_agent.why_told[r],
 					   __ATOMIC_RELAXED);
+		moved |= now != np_agent.why_told[r];
 		np_agent.why_told[r] = now;
 	}
-	for (uint32_t i = 0; missed && i < np_agent.nprobes; i++) {
+	for (uint32_t i = 0; missed && moved && i < np_agent.nprobes; i++) {
 		struct aprobe *ap = &np_agent.probes[i];
 		uint64_t now = missed_now(ap);
 		if (now > ap->missed_told)
 			__atomic_fetch_add(&missed[i], now - ap->missed_told, __ATOMIC_RELAXED);
 		ap->missed_told = now;
 	}
+}
+
+void np_agent_publish_missed(void)
+{
+	publish_missed(true);
+}
+
+void np_agent_publish_new_misses(void)
+{
+	publish_missed(false);
 }
 
 void np_agent_missed_baseline(void)
