@@ -468,7 +468,7 @@ static void housekeeping(void)
 	if (np_agent.timed)
 		np_clock_tick();
 	pthread_mutex_lock(&np_agent.lock);
-	np_agent_publish_missed();
+	np_agent_publish_new_misses();
 	pthread_mutex_unlock(&np_agent.lock);
 }
 

@@ -123,6 +123,9 @@ void np_agent_detach_all(void);
 /* Control thread, lock held: np_probe_missed of each probe into the
  * shared memory's table. */
 void np_agent_publish_missed(void);
+/* The same, at a tick: the probes are summed only if some miss was counted
+ * since the last publish. */
+void np_agent_publish_new_misses(void);
 
 /* maskguard.c: while an injected agent's session runs, the program's
  * sigprocmask and pthread_sigmask do not block the engine's signals. */

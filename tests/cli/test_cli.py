@@ -56,6 +56,7 @@ PLUGIN_HOST = _path("NP_PROG_PLUGIN_HOST", "tests/cli/plugin_host")
 SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
 SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
 JUMPER = _path("NP_PROG_JUMPER", "tests/cli/jumper")
+DEEP = _path("NP_PROG_DEEP", "tests/cli/deep")
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
@@ -599,6 +600,25 @@ def count_output_file_status_and_probe_names():
     got = {r["probe"]: (r["count"], r["placed"]) for r in rows[0].get("counts", [])}
     R.eq(got, {"exit": (1, True), "exit%return": (0, True)},
          "count 'f%return' counts returns: exit() returns none", describe(p))
+
+
+@case
+def misses_reported_while_running():
+    # A program killed by SIGKILL never reaches the agent's exit report: the
+    # command knows of the returns it missed (recursion deeper than the
+    # return-probe stack) only from the agent's periodic report, which sums
+    # the probes' counts only when some miss was counted since the last.
+    depth, limit = 20000, 16384
+    p = np("count", "-j", "descend", "descend%return", "--", DEEP, depth)
+    objs, _ = parse_json_lines(p.stdout)
+    rows = [o for o in objs if isinstance(o, dict) and "counts" in o][-1:] or [{}]
+    got = {r["probe"]: (r["count"], r["missed"]) for r in rows[0].get("counts", [])}
+    R.eq(p.returncode, 128 + 9, "deep: killed by SIGKILL, 137", describe(p))
+    R.eq(got, {"descend": (depth + 1, 0), "descend%return": (limit, depth + 1 - limit)},
+         "deep: the returns beyond the stack are missed, per probe, before the kill",
+         describe(p))
+    R.check(f"{depth + 1 - limit} return events not recorded" in p.stderr,
+            "deep: the missed returns are said, with their reason", describe(p))
 
 
 @case
