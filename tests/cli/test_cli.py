@@ -57,6 +57,7 @@ SERVER = _path("NP_PROG_SERVER", "tests/cli/server")
 SIGMASK = _path("NP_PROG_SIGMASK", "tests/cli/sigmask")
 JUMPER = _path("NP_PROG_JUMPER", "tests/cli/jumper")
 DEEP = _path("NP_PROG_DEEP", "tests/cli/deep")
+UNPLACED_ONE_BY_ONE = 3  # session.c: more probes of one file take one line
 PLUGIN = _path("NP_PLUGIN", "tests/cli/libplugin.so")
 CART = os.environ.get("NP_PROG_CART", os.path.join(BUILD, "tests/cli/cart"))
 AGENT_HEAP = os.environ.get("NP_PROG_AGENT_HEAP", os.path.join(BUILD, "tests/e2e/e2e-agent-heap"))
@@ -1124,6 +1125,17 @@ def never_loaded_is_reported():
          describe(p))
     R.check("was never placed" in p.stderr and "libplugin" in p.stderr,
             "the waiting probe is reported as never placed", describe(p))
+    # a wildcard over a library nothing loaded: one line, with the count
+    # and the first three probes, not a line per function
+    p = np("count", "-o", "/dev/null", "work", f"{PLUGIN}:*", "--", COUNTER, 7)
+    m = re.search(r"Tracing (\d+) functions", p.stderr)
+    lines = [l for l in p.stderr.splitlines() if "never placed" in l]
+    n = int(m.group(1)) - 1 if m else -1  # all but work
+    R.check(n > UNPLACED_ONE_BY_ONE and len(lines) == 1 and
+            re.search(rf"^nanoprobe count: {n} probes were never placed \(probe_libplugin:"
+                      rf"[^ ]+, probe_libplugin:[^ ]+, probe_libplugin:[^ ]+, and {n - 3} more\): "
+                      rf"no traced process loaded .*libplugin", lines[0]) is not None,
+            f"{PLUGIN}:* never loaded: one line for its {n} probes", describe(p))
 
 
 @case

@@ -373,6 +373,65 @@ static void report_missed(const struct session_opts *o, const struct totals *t)
 			(unsigned long long)(t->missed - told));
 }
 
+/* Up to this many probes of one file are named one per line; more (a
+ * wildcard over a library the program never loaded) are one line. */
+#define UNPLACED_ONE_BY_ONE 3
+
+static const struct probe_set *sort_set;
+
+static int by_path(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(sort_set->p[i].m.path, sort_set->p[j].m.path);
+	return c ? c : (i > j) - (i < j);
+}
+
+/* The probes of one file, [at, end) of order, that no traced process
+ * placed. The file may well have run, in a process the session did not
+ * trace: a child of the program (child.sh, --no-follow). */
+static void report_unplaced_file(const struct session_opts *o, const struct probe_set *set,
+				 const size_t *order, size_t at, size_t end)
+{
+	const char *path = set->p[order[at]].m.path;
+	const char *why = o->follow ? "" : " (processes the program starts are not traced: "
+					    "--no-follow)";
+	if (end - at <= UNPLACED_ONE_BY_ONE) {
+		for (size_t k = at; k < end; k++)
+			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: no traced process "
+					"loaded %s%s\n",
+				o->verb, set->p[order[k]].group, set->p[order[k]].event, path, why);
+		return;
+	}
+	fprintf(stderr, "nanoprobe %s: %zu probes were never placed (", o->verb, end - at);
+	for (size_t k = at; k < at + UNPLACED_ONE_BY_ONE; k++)
+		fprintf(stderr, "%s:%s, ", set->p[order[k]].group, set->p[order[k]].event);
+	fprintf(stderr, "and %zu more): no traced process loaded %s%s\n",
+		end - at - UNPLACED_ONE_BY_ONE, path, why);
+}
+
+static void report_unplaced(const struct session_opts *o, const struct probe_set *set)
+{
+	size_t n = 0, *order = calloc(set->n ? set->n : 1, sizeof(*order));
+	for (size_t i = 0; order && i < set->n; i++)
+		if (set->p[i].state == 0)
+			order[n++] = i;
+	if (!order) { /* no memory for the groups: one line each */
+		for (size_t i = 0; i < set->n; i++)
+			if (set->p[i].state == 0)
+				report_unplaced_file(o, set, &i, 0, 1);
+		return;
+	}
+	sort_set = set;
+	qsort(order, n, sizeof(*order), by_path);
+	for (size_t at = 0, end; at < n; at = end) {
+		for (end = at + 1; end < n && !strcmp(set->p[order[end]].m.path,
+						      set->p[order[at]].m.path); end++)
+			;
+		report_unplaced_file(o, set, order, at, end);
+	}
+	free(order);
+}
+
 void session_report(const struct session_opts *o, const struct probe_set *set,
 		    const struct totals *t)
 {
@@ -385,13 +444,5 @@ void session_report(const struct session_opts *o, const struct probe_set *set,
 	if (t->corrupt)
 		fprintf(stderr, "nanoprobe %s: %llu corrupt records skipped\n", o->verb,
 			(unsigned long long)t->corrupt);
-	for (size_t i = 0; i < set->n; i++)
-		if (set->p[i].state == 0)
-			/* the file may well have run, in a process the session did
-			 * not trace: a child of the program (child.sh, --no-follow) */
-			fprintf(stderr, "nanoprobe %s: %s:%s was never placed: no traced process "
-					"loaded %s%s\n",
-				o->verb, set->p[i].group, set->p[i].event, set->p[i].m.path,
-				o->follow ? "" : " (processes the program starts are not traced: "
-						 "--no-follow)");
+	report_unplaced(o, set);
 }
