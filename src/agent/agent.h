@@ -133,7 +133,9 @@ void np_agent_guard_masks(void);
 void np_agent_unguard_masks(void);
 
 /* handlers.c */
-void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
+/* The handlers of ap and the data they are given. */
+void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret,
+		       void **data);
 /* The calling thread's ring in the current session, claimed on its first
  * hit; NULL on the agent's own threads or when none is free. */
 struct np_ring *np_agent_ring_self(void);

@@ -111,11 +111,21 @@ static void count_hit(struct np_ring *r, const struct aprobe *ap)
 	np_ring_counts(r)[ap->m.id]++;
 }
 
+/* A count's handler data is its probe's id itself, not its struct aprobe:
+ * the structs are ~2 KiB apart, and with thousands of probes (every
+ * function of a library) loading the id from each one's own line cost a
+ * cache and TLB miss per hit, a third of on_count's time. */
+static void *count_data(const struct aprobe *ap)
+{
+	return (void *)(uintptr_t)ap->m.id;
+}
+
 static void on_count(struct np_ctx *ctx, void *data)
 {
 	struct np_ring *r = ring_self();
+	(void)ctx;
 	if (r)
-		count_hit(r, data);
+		np_ring_counts(r)[(uint32_t)(uintptr_t)data]++;
 }
 
 /* --- fetch args ----------------------------------------------------------- */
@@ -340,14 +350,17 @@ static void on_latency_return(struct np_ctx *ctx, void *data)
 	h->count++;
 }
 
-void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret)
+void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret,
+		       void **data)
 {
 	*entry = NULL;
 	*ret = NULL;
+	*data = (void *)ap;
 	switch (ap->m.action) {
 	case NP_ACT_COUNT:
 		/* f%return counts returns, on the return path it names */
 		*(ap->m.is_return ? ret : entry) = on_count;
+		*data = count_data(ap);
 		break;
 	case NP_ACT_EVENT:
 		*entry = ap->m.is_return ? on_call_start : on_event;

@@ -223,9 +223,8 @@ static void attach_watch(struct aprobe *ap, uint64_t bias)
 
 static struct np_probe_opts probe_opts(struct aprobe *ap, uint64_t bias)
 {
-	struct np_probe_opts o = NP_PROBE_OPTS(.data = ap, .strategy = ap->m.strategy,
-					       .flags = probe_flags(ap));
-	np_agent_handlers(ap, &o.on_entry, &o.on_return);
+	struct np_probe_opts o = NP_PROBE_OPTS(.strategy = ap->m.strategy, .flags = probe_flags(ap));
+	np_agent_handlers(ap, &o.on_entry, &o.on_return, &o.data);
 	if (ap->m.func_size) {
 		o.func_start = (void *)(uintptr_t)(bias + ap->m.func_vaddr);
 		o.func_size = ap->m.func_size;
