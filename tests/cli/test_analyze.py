@@ -62,13 +62,17 @@ def check_shape(path, sites, summary, arch, regs):
     keys = {"type", "addr", "function", "offset", "entry", "strategy", "form", "free", "why",
             "trap_back"}
     for s in sites:
-        check(set(s) == keys, f"site keys {sorted(s)}")
+        check(set(s) - {"fragment"} == keys and s.get("fragment", True) is True,
+              f"site keys {sorted(s)}")
         check(s["strategy"] in STRATEGIES, f"strategy {s['strategy']}")
         check((s["form"] is not None) == (s["strategy"] == "jump"), f"form of {s}")
         check((s["why"] is None) == (s["strategy"] == "jump"), f"why of {s}")
         check(s.get("trap_back") in (True, False) and
               (not s.get("trap_back") or s["strategy"] == "trap-out-of-line"), f"trap_back of {s}")
-        check(s["entry"] == (s["offset"] == 0), f"entry of {s}")
+        # a function's first instruction is its entry, or the start of a
+        # fragment entered mid-frame (a .cold part), never both
+        check(not (s["entry"] or s.get("fragment")) or s["offset"] == 0, f"entry of {s}")
+        check(not (s["entry"] and s.get("fragment")), f"entry and fragment: {s}")
     check(summary.get("arch") == arch, f"{path}: arch {summary.get('arch')}")
     optprobes = {"one_free_register": 0.683, "free_both_ways": 0.51}
     check(summary.get("riscv64_optprobes") == optprobes, "the riscv64 optprobes' figures")
@@ -76,7 +80,12 @@ def check_shape(path, sites, summary, arch, regs):
     c, sh = summary.get("counts", {}), summary.get("shares", {})
     check(summary.get("sites") == len(sites), f"{path}: sites {summary.get('sites')}")
     check(summary.get("entries") == sum(s["entry"] for s in sites), "entries")
-    check(summary.get("functions") == summary.get("entries"), "one entry per function")
+    check(summary.get("functions") == sum(s["offset"] == 0 for s in sites),
+          "one first instruction per function")
+    check(c.get("fragments") == sum(bool(s.get("fragment")) for s in sites) and
+          c.get("fragments_trap_free") == sum(bool(s.get("fragment")) and
+                                              s["strategy"] == "jump" for s in sites),
+          f"fragments {c}")
     by = {k: sum(s["strategy"] == k for s in sites) for k in STRATEGIES}
     check(c.get("jump") == by["jump"] and c.get("rejected") == by["rejected"] and
           c.get("trap_simulated") == by["trap-simulated"] and
@@ -227,6 +236,12 @@ def host_libc_agrees_with_the_engines_planner():
         return
     sites, summary = analyze_json(libc)
     check_shape(libc, sites, summary, summary.get("arch"), True)
+    # GCC's .cold parts are jumped to with the frame of their function
+    # built: fragments, not entries (symtab.c reads that from .eh_frame)
+    cold = [s for s in sites if s["offset"] == 0 and s["function"].endswith(".cold")]
+    check(not cold or sum(bool(s.get("fragment")) for s in cold) * 2 > len(cold),
+          f"most of libc's {len(cold)} .cold parts are fragments")
+    check(all(not s["entry"] for s in sites if s.get("fragment")), "a fragment is no entry")
     if summary.get("arch") != "x86_64":
         return
     size = {}

@@ -58,6 +58,9 @@ struct an_opts {
 struct an_stats {
 	size_t functions, sites, entries;
 	size_t kind[AN_NKINDS], jump_short, one_free, one_free_plain, both_free, entries_free;
+	/* first instructions of code entered mid-frame (a .cold part, _start):
+	 * no call enters them, so they are not counted as entries */
+	size_t fragments, fragments_free;
 	size_t trap_back; /* of TRAP out of line: the copy traps back */
 	struct np_regsum_stats sum; /* the module's functions (src/arch/regsum.h) */
 	struct {
@@ -142,8 +145,11 @@ static void print_site(FILE *out, const struct np_isa *isa, const struct np_sym 
 	}
 	printf("{\"type\":\"site\",\"addr\":\"0x%" PRIx64 "\",\"function\":", s->p.pc);
 	quote_json(out, fn->name);
-	printf(",\"offset\":%" PRIu64 ",\"entry\":%s,\"strategy\":\"%s\",\"form\":", off,
-	       off ? "false" : "true", an_kind_names[s->p.kind]);
+	printf(",\"offset\":%" PRIu64 ",\"entry\":%s,", off,
+	       !off && fn->entry == NP_ENTRY_CALL ? "true" : "false");
+	if (!off && fn->entry == NP_ENTRY_MID_FRAME)
+		fputs("\"fragment\":true,", out);
+	printf("\"strategy\":\"%s\",\"form\":", an_kind_names[s->p.kind]);
 	if (s->form)
 		quote_json(out, s->form);
 	else
@@ -188,7 +194,9 @@ static void count_reason(struct an_stats *st, const char *why)
 	st->reasons[st->nreasons++].n = 1;
 }
 
-static void count_site(struct an_stats *st, const struct an_site *s, bool entry)
+/* first: the site is the function's first instruction */
+static void count_site(struct an_stats *st, const struct an_site *s, const struct np_sym *fn,
+		       bool first)
 {
 	st->sites++;
 	st->kind[s->p.kind]++;
@@ -197,9 +205,12 @@ static void count_site(struct an_stats *st, const struct an_site *s, bool entry)
 	st->one_free += s->free_in != 0;
 	st->one_free_plain += s->free_plain != 0;
 	st->both_free += s->free_in && s->free_back;
-	if (entry) {
+	if (first && fn->entry == NP_ENTRY_CALL) {
 		st->entries++;
 		st->entries_free += s->p.kind == NP_SITE_JUMP;
+	} else if (first && fn->entry == NP_ENTRY_MID_FRAME) {
+		st->fragments++;
+		st->fragments_free += s->p.kind == NP_SITE_JUMP;
 	}
 	if (s->p.kind != NP_SITE_JUMP)
 		count_reason(st, s->p.why);
@@ -256,6 +267,9 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 	       pct(st->kind[NP_SITE_REFUSED], st->sites));
 	printf("  %-40s %9zu %7.1f%%\n", "function entries trap-free", st->entries_free,
 	       pct(st->entries_free, st->entries));
+	if (st->fragments)
+		printf("  %-40s %9zu %7.1f%%   of %zu\n", "fragment starts trap-free (.cold)",
+		       st->fragments_free, pct(st->fragments_free, st->fragments), st->fragments);
 	if (regs && st->sum.functions) {
 		printf("  %-40s %9zu %7.1f%%\n", "functions the module calls directly",
 		       st->sum.entered, pct(st->sum.entered, st->sum.functions));
@@ -283,10 +297,10 @@ static void print_summary_json(const char *path, const struct np_isa *isa,
 	       isa->name, st->functions, st->sites, st->entries);
 	printf("\"jump\":%zu,\"jump_short\":%zu,\"jump_long\":%zu,\"trap_simulated\":%zu,"
 	       "\"trap_out_of_line\":%zu,\"rejected\":%zu,\"entries_trap_free\":%zu,"
-	       "\"trap_back\":%zu",
+	       "\"trap_back\":%zu,\"fragments\":%zu,\"fragments_trap_free\":%zu",
 	       st->kind[NP_SITE_JUMP], st->jump_short, st->kind[NP_SITE_JUMP] - st->jump_short,
 	       st->kind[NP_SITE_TRAP_SIM], st->kind[NP_SITE_TRAP_OOL], st->kind[NP_SITE_REFUSED], st->entries_free,
-	       st->trap_back);
+	       st->trap_back, st->fragments, st->fragments_free);
 	if (regs)
 		printf(",\"one_free_register\":%zu,\"one_free_register_liveness\":%zu,"
 		       "\"free_both_ways\":%zu,\"functions_called_directly\":%zu,"
@@ -357,7 +371,7 @@ static int analyze_function(struct plan_file *pf, const struct np_sym *fn, bool 
 		s.free_back = np_fn_view_free_at(
 			&v, boundary_after(&v, pc, patch ? patch : LONG_JUMP_LEN));
 		print_site(stdout, isa, fn, &s, json);
-		count_site(stats, &s, pc == fn->addr);
+		count_site(stats, &s, fn, pc == fn->addr);
 		pc += s.p.len ? s.p.len : (isa->insn_align ? isa->insn_align : 1);
 	}
 	if (have_plain)
