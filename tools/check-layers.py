@@ -104,7 +104,9 @@ DEBTS = {
 }
 
 # Headers the build makes in a folder of the build tree, beside the sources.
-GENERATED = {"tools/nanoprobe/version.h"}
+# frida_count.h: frida_count.py as a C string, made in tools/nanoprobe's
+# build folder and included by bench/bench_tools.c alone.
+GENERATED = {"tools/nanoprobe/version.h", "tools/nanoprobe/bench/frida_count.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = (".c", ".h", ".S", ".cpp")
