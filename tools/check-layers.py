@@ -99,8 +99,6 @@ DEBTS = {
         "np_trap_each_published: a trampoline the trap table sends to stays",
     ("src/core/trap.c", "core/site.h"):
         "np_region_insn_index, np_region_refresh: the table's entries are regions",
-    ("tools/nanoprobe/verbs/watch_spec.c", "core/watch.h"):
-        "np_watch_check_shape, shared with core",
 }
 
 # Headers the build makes in a folder of the build tree, beside the sources.

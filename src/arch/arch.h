@@ -334,6 +334,13 @@ struct np_isa {
 /* 1 to 8 bytes inside one aligned doubleword: arm64's DBGWCR byte select,
  * and the rule riscv64 keeps (watch_shape.c). */
 int np_watch_shape_doubleword(uint64_t addr, size_t len, char *why, size_t cap);
+/* Whether isa's debug registers can watch len bytes at addr: an execute
+ * watchpoint (exec) needs an instruction address, a data one the ISA's
+ * watch_shape. 0, or -EINVAL / -EOPNOTSUPP with the reason in why. The
+ * engine's rule, which the command checks a spec by before it starts
+ * anything. */
+int np_watch_shape_check(const struct np_isa *isa, uint64_t addr, size_t len, bool exec,
+			 char *why, size_t cap);
 
 /* What a landing pad at a function entry leaves behind. */
 enum np_landing_pad {
@@ -346,5 +353,14 @@ enum np_landing_pad {
 extern const struct np_isa np_isa_x86_64;
 extern const struct np_isa np_isa_arm64;
 extern const struct np_isa np_isa_riscv64;
+/* The ISA this code is compiled for: the command's, which is that of the
+ * processes it traces (the engine has np_host_isa). */
+#if defined(__x86_64__)
+#define NP_ISA_NATIVE np_isa_x86_64
+#elif defined(__aarch64__)
+#define NP_ISA_NATIVE np_isa_arm64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NP_ISA_NATIVE np_isa_riscv64
+#endif
 
 #endif /* NP_ARCH_H */

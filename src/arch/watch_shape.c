@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The watchpoint shape arm64 and riscv64 share (np_isa.watch_shape): 1 to
- * 8 bytes inside one aligned doubleword.
+ * The watchpoint shapes: the check the engine and the command share
+ * (np_watch_shape_check), and the shape arm64 and riscv64 share
+ * (np_isa.watch_shape): 1 to 8 bytes inside one aligned doubleword.
  *
  * arm64: DBGWCR's byte select, which the kernel shifts without checking.
  * riscv64: the rule the engine has always applied there, arm64's. What
@@ -14,6 +15,23 @@
 
 #include <errno.h>
 #include <stdio.h>
+
+int np_watch_shape_check(const struct np_isa *isa, uint64_t addr, size_t len, bool exec,
+			 char *why, size_t cap)
+{
+	if (exec && addr % isa->insn_align) {
+		snprintf(why, cap, "0x%llx is not an instruction address (%u-byte aligned)",
+			 (unsigned long long)addr, isa->insn_align);
+		return -EINVAL;
+	}
+	if (exec)
+		return 0;
+	if (!isa->watch_shape) {
+		snprintf(why, cap, "%s has no data watchpoints", isa->name);
+		return -EOPNOTSUPP;
+	}
+	return isa->watch_shape(addr, len, why, cap);
+}
 
 int np_watch_shape_doubleword(uint64_t addr, size_t len, char *why, size_t cap)
 {

@@ -73,15 +73,7 @@ int np_watch_check_shape(uint64_t addr, size_t len, enum np_watch_type type, cha
 		snprintf(why, cap, "unknown watch type %d", (int)type);
 		return -EINVAL;
 	}
-	if (type == NP_WATCH_EXEC)
-		return addr % np_host_isa->insn_align ? (snprintf(why, cap, "0x%llx is not an "
-			"instruction address (%u-byte aligned)", (unsigned long long)addr,
-			np_host_isa->insn_align), -EINVAL) : 0;
-	if (!np_host_isa->watch_shape) {
-		snprintf(why, cap, "%s has no data watchpoints", np_host_isa->name);
-		return -EOPNOTSUPP;
-	}
-	return np_host_isa->watch_shape(addr, len, why, cap);
+	return np_watch_shape_check(np_host_isa, addr, len, type == NP_WATCH_EXEC, why, cap);
 }
 
 /* Mapped, and readable (data: the handler reads the value) or executable.

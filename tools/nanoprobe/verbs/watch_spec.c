@@ -3,7 +3,7 @@
  * Watch specs, parsed from the right (PATH may itself hold no ':' but
  * the suffixes are few and fixed), then resolved the way code probes are:
  * the file through np_resolve_path, the symbol through its symbol tables,
- * and the shape checked by the engine's own rule (np_watch_check_shape),
+ * and the shape checked by the engine's own rule (np_watch_shape_check),
  * all before anything is started or touched.
  */
 #include "watch_spec.h"
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/watch.h" /* np_watch_check_shape */
+#include "arch/arch.h"
 #include "symbols/symtab.h"
 
 const char *watch_type_name(enum np_watch_type type)
@@ -257,7 +257,8 @@ int watch_spec_resolve(struct probe_set *set, const struct watch_spec *w, pid_t 
 		}
 	}
 	/* a module's bias is page-aligned: the vaddr has the runtime alignment */
-	if ((rc = np_watch_check_shape(vaddr, len, w->type, why, sizeof(why)))) {
+	if ((rc = np_watch_shape_check(&NP_ISA_NATIVE, vaddr, len, w->type == NP_WATCH_EXEC,
+					why, sizeof(why)))) {
 		snprintf(err, errlen, "'%s': %s", w->text, why);
 		return rc;
 	}
