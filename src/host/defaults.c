@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #include "host/host.h"
+#include "host/layout.h"
+#include "host/pieces.h"
 
 /* No page protection beyond what /proc/self/maps shows (arm64 has BTI). */
 __attribute__((weak)) int np_host_code_prot(uint64_t addr)
@@ -35,4 +37,11 @@ __attribute__((weak)) int np_host_counter_check(char *why, size_t len)
 {
 	snprintf(why, len, "this host's vDSO reads the counter itself");
 	return -EOPNOTSUPP;
+}
+
+/* Relocated code may clobber what the region's free-register analysis
+ * found dead (arm64 narrows it). */
+__attribute__((weak)) struct np_reloc_scratch np_host_tramp_scratch(const struct np_region *r)
+{
+	return r->scratch;
 }

@@ -9,7 +9,10 @@
  * What the runtime must provide, by concern:
  *   registers   np_host_regs_from_uc/_to_uc, np_host_uc_shape,
  *               np_host_reg_captured
- *   trampolines np_host_build_tramp, np_host_tramp_size (tramp.S's pieces)
+ *   trampolines np_host_pieces (host/pieces.h): the bytes of each piece
+ *               of a site block, which the one layout routine
+ *               (src/host/tramp.c: np_host_build_tramp, np_host_tramp_size)
+ *               puts in order; default: np_host_tramp_scratch
  *   returns     np_host_ret_slot/_get/_set/_key, np_host_ret_trampoline,
  *               np_host_ret_in_memory, np_host_return_now;
  *               default: np_host_ret_sign, np_host_ret_strip
@@ -79,7 +82,8 @@ struct np_uc_shape {
 #define NP_UC_OFF(field, from) ((long)offsetof(ucontext_t, field) - (long)offsetof(ucontext_t, from))
 #define NP_UC_SHAPE(pc, sp) {NP_UC_OFF(sp, pc), NP_UC_OFF(uc_link, pc), NP_UC_OFF(uc_stack, pc)}
 extern const struct np_uc_shape np_host_uc_shape;
-/* Build the trampoline of a region into buf (at address at). */
+/* Build the trampoline of a region into buf (at address at): the layout
+ * of src/host/tramp.c, the same on every host. */
 int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
 size_t np_host_tramp_size(const struct np_region *region);
 /* Return probes. At a function entry, the slot names where the return

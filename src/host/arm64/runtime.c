@@ -1,25 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arm64 host runtime: builds region trampolines from the templates in
- * tramp.S, converts between ucontext and struct np_regs, and keeps the
- * return address of a probed call in x30.
+ * arm64 host runtime: the pieces of site blocks (host/pieces.h, which
+ * src/host/tramp.c lays out) from the templates in tramp.S, ucontext
+ * conversion, and the return address of a probed call in x30.
  *
  * A region is one word when the JUMP patch is a `b`, three (or more,
  * merged) when it is the long form, `adrp; add; br` through a free
- * register (np_region.jump_via). A trampoline is, per displaced word,
- *   [site block]   if a probe sits there
- *   the word, relocated,
- * then the jump back to the region's end: `b`, or `adrp; add; br`
- * through a register free there (np_region.scratch.resume). The
- * out-of-line copy of a TRAP region is the relocated word alone.
+ * register (np_region.jump_via). The jump back to the region's end is a
+ * `b`, or `adrp; add; br` through a register free there
+ * (np_region.scratch.resume, np_host_tramp_scratch).
  *
- * A site block is built as on x86-64 (host/pieces.h): save (full, or the
- * caller-saved registers only for NP_PROBE_ARGS_ONLY at an entry), the
- * FP/SIMD state only when a handler may touch it, the inline hit path
+ * Its pieces: save (full, or the caller-saved registers only for
+ * NP_PROBE_ARGS_ONLY at an entry), the FP/SIMD state, the inline hit path
  * (guard, version check, a counter bump and a direct call per probe,
- * return arming), restore. It ends with a `b` over its literal pool: the
- * 64-bit values its `ldr` literals load (site, handlers, data, counter
- * offsets), one entry per distinct value.
+ * return arming through np__shadow_arm), restore; no return path (the
+ * shared return trampoline runs the return handlers). A block's tail is
+ * a `b` over its literal pool: the 64-bit values its `ldr` literals load
+ * (site, handlers, data, counter offsets), one entry per distinct value.
  */
 #include "core/nolibc.h"
 #include "host/host.h"
@@ -71,12 +68,12 @@ extern const uint8_t np_a64_ret_tramp[], np_a64_ret_tramp_fpu[];
  * the TLS slots of tramp.S encode it: add #hi, lsl #12; ldr [#lo]. */
 static uint64_t tls_off;
 
-/* --- filling slots ---------------------------------------------------------- */
+/* --- the pieces of a site block (host/pieces.h) ---------------------------- */
 
 enum slot_kind {
 	LIT,    /* ldr Xt, literal: value goes to the pool */
 	TLS,    /* add + ldr: value is the TLS offset */
-	BRANCH, /* b: value is the target's offset in the block */
+	BRANCH, /* b: value is the point of the block it goes to */
 };
 
 #define L(sym, v) {sym, LIT, (uint64_t)(v)}
@@ -84,11 +81,12 @@ enum slot_kind {
 
 #define POOL_MAX (NP_BLOCK_PIECES * NP_PIECE_SLOTS)
 
-struct pool {
+/* The block's literals, one entry per distinct value, after its code. */
+static struct pool {
 	size_t start; /* offset of the pool in the block */
 	unsigned n;
 	uint64_t v[POOL_MAX];
-};
+} pool; /* engine lock held */
 
 static unsigned pool_index(struct pool *p, uint64_t value)
 {
@@ -111,33 +109,63 @@ static void put32(uint8_t *at, uint32_t w)
 	memcpy(at, &w, 4);
 }
 
-static void patch_slot(uint8_t *insn, const struct np_slot *s, size_t off, void *cookie)
+static void patch_slot(uint8_t *insn, const struct np_slot *s, size_t off, const struct np_emit *e)
 {
-	struct pool *pool = cookie;
 	uint32_t w = get32(insn);
 	if (s->kind == LIT) {
-		size_t entry = pool->start + 8 * pool_index(pool, s->value);
+		size_t entry = pool.start + 8 * pool_index(&pool, s->value);
 		put32(insn, (w & ~(0x7ffffu << 5)) | (uint32_t)((entry - off) / 4) << 5);
 	} else if (s->kind == TLS) {
 		put32(insn, (w & ~(0xfffu << 10)) | (uint32_t)(s->value >> 12) << 10);
 		uint32_t ldr = get32(insn + 4);
 		put32(insn + 4, (ldr & ~(0xfffu << 10)) | (uint32_t)((s->value & 0xfff) / 8) << 10);
 	} else {
-		put32(insn, (w & ~0x3ffffffu) | (uint32_t)((s->value - off) / 4 & 0x3ffffff));
+		size_t to = e->point[s->value];
+		put32(insn, (w & ~0x3ffffffu) | (uint32_t)((to - off) / 4 & 0x3ffffff));
 	}
 }
 
-/* --- the site block ------------------------------------------------------- */
+#define B_OVER_POOL 0x14000000u /* b +0 */
+
+/* After the code, a `b` over the pool, the pool 8-byte aligned. Measuring
+ * (out == NULL), an upper bound: the pool counted without sharing. */
+static size_t pool_tail(uint8_t *out, const struct np_block *b, const struct np_emit *e)
+{
+	size_t code = e->code;
+	if (!out) {
+		pool.n = 0;
+		pool.start = code + 4;
+		pool.start += (e->at + pool.start) & 7 ? 4 : 0; /* 8-byte aligned literals */
+		unsigned lits = 0;
+		for (int i = 0; i < b->n; i++)
+			for (unsigned k = 0; k < NP_PIECE_SLOTS && b->v[i].slot[k].at; k++)
+				lits += b->v[i].slot[k].kind == LIT;
+		return 8 + 8 * lits;
+	}
+	size_t end = pool.start + 8 * pool.n;
+	put32(out, B_OVER_POOL | (uint32_t)((end - code) / 4));
+	memset(out + 4, 0, pool.start - code - 4);
+	memcpy(out + pool.start - code, pool.v, 8 * pool.n);
+	return end - code;
+}
 
 static uint64_t hits_off(uint32_t slot)
 {
 	return offsetof(struct np_thread, hits) + slot * sizeof(uint64_t);
 }
 
-static void add_save(struct np_block *b, const struct np_site *site, bool args)
+/* The caller-saved registers only, asked for at an entry. */
+static bool lean(const struct np_block_site *s)
 {
+	return s->entry && s->site->args_only;
+}
+
+static void add_save(struct np_block *b, const struct np_block_site *s)
+{
+	const struct np_site *site = s->site;
+	bool args = lean(s);
 	uint64_t kind = NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0) | /* redirect: 0 */
-			(site->fpu == NP_FPU_FULL ? 0 : NP_CTX_NO_FPU);
+			(s->fpu ? 0 : NP_CTX_NO_FPU);
 	if (args)
 		np_block_add(b, NP_PIECE(np_a64_save_args, L(np_a64_save_args_pc, site->addr),
 					 L(np_a64_save_args_site, site),
@@ -146,143 +174,83 @@ static void add_save(struct np_block *b, const struct np_site *site, bool args)
 		np_block_add(b, NP_PIECE(np_a64_save_full, L(np_a64_save_full_pc, site->addr),
 					 L(np_a64_save_full_site, site),
 					 L(np_a64_save_full_kind, kind)));
-	if (site->fpu == NP_FPU_FULL)
-		np_block_add(b, NP_PIECE(np_a64_fp_save));
 }
 
-/* The inline hit path: guard, one direct call per handler, return arming. */
-static void add_calls(struct np_block *b, const struct np_site *site)
+static void add_restore(struct np_block *b, const struct np_block_site *s)
 {
-	bool arm = false;
-	np_block_add(b, NP_PIECE(np_a64_enter, T(np_a64_enter_tls), L(np_a64_enter_site, site),
-				 L(np_a64_enter_version, site->version),
-				 L(np_a64_enter_slow, &np__dispatch)));
-	int enter = b->n - 1;
-	for (const struct np_probe *p = site->probes; p; p = p->next_in_site) {
-		if (p->on_entry)
-			np_block_add(b, NP_PIECE(np_a64_handler, T(np_a64_handler_tls),
-						 L(np_a64_handler_hits, hits_off(p->slot)),
-						 L(np_a64_handler_data, p->data),
-						 L(np_a64_handler_fn, p->on_entry)));
-		else
-			np_block_add(b, NP_PIECE(np_a64_count, T(np_a64_count_tls),
-						 L(np_a64_count_hits, hits_off(p->slot))));
-		arm |= p->on_return != NULL;
-	}
-	if (arm)
-		np_block_add(b, NP_PIECE(np_a64_arm, L(np_a64_arm_fn, &np__shadow_arm)));
-	np_block_add(b, NP_PIECE(np_a64_leave, T(np_a64_leave_tls)));
-	/* the slow path branches over the inline calls, to after 'leave' */
-	if (!b->overflow)
-		b->v[enter].slot[4] = (struct np_slot){np_a64_enter_done, BRANCH,
-						       np_block_len(b, 0, b->n)};
-}
-
-static void add_restore(struct np_block *b, const struct np_site *site, bool args)
-{
-	bool fp = site->fpu == NP_FPU_FULL;
-	if (fp)
-		np_block_add(b, NP_PIECE(np_a64_fp_restore));
-	if (args)
+	if (lean(s))
 		np_block_add(b, NP_PIECE(np_a64_restore_args,
 					 L(np_a64_restore_args_redirect,
-					   fp ? np_a64_redirect_args_fp : np_a64_redirect_args)));
+					   s->fpu ? np_a64_redirect_args_fp : np_a64_redirect_args)));
 	else
 		np_block_add(b, NP_PIECE(np_a64_restore_full,
 					 L(np_a64_restore_full_redirect,
-					   fp ? np_a64_redirect_fp : np_a64_redirect)));
+					   s->fpu ? np_a64_redirect_fp : np_a64_redirect)));
 }
 
-#define B_OVER_POOL 0x14000000u /* b +0 */
-
-/* The block that runs a site's handlers, to run at 'at'; out == NULL
- * measures it (an upper bound: the pool counted without sharing). */
-static ssize_t site_block(uint8_t *out, const struct np_site *site, uint64_t at)
+/* No return path in the block: ARM calls np__shadow_arm, which points x30
+ * at the shared return trampoline. */
+static void add_piece(struct np_block *b, enum np_piece_kind k, const struct np_block_site *s)
 {
-	static struct np_block b; /* engine lock held: too big for the stack */
-	static struct pool pool;
-	bool args = site->func_entry && site->args_only;
-
-	b.n = 0;
-	b.overflow = false;
-	add_save(&b, site, args);
-	add_calls(&b, site);
-	add_restore(&b, site, args);
-	if (b.overflow)
-		return -E2BIG;
-	size_t code = np_block_emit(&b, NULL, patch_slot, NULL);
-	pool.n = 0;
-	pool.start = code + 4;
-	pool.start += (at + pool.start) & 7 ? 4 : 0; /* 8-byte aligned literals */
-	if (!out) {
-		unsigned lits = 0;
-		for (int i = 0; i < b.n; i++)
-			for (unsigned k = 0; k < NP_PIECE_SLOTS && b.v[i].slot[k].at; k++)
-				lits += b.v[i].slot[k].kind == LIT;
-		return (ssize_t)(code + 8 + 8 * lits);
+	const struct np_site *site = s->site;
+	const struct np_probe *p = s->probe;
+	switch (k) {
+	case NP_PIECE_SAVE:
+		add_save(b, s);
+		break;
+	case NP_PIECE_VEC_SAVE:
+		np_block_add(b, NP_PIECE(np_a64_fp_save));
+		break;
+	case NP_PIECE_ENTER:
+		np_block_add(b, NP_PIECE(np_a64_enter, T(np_a64_enter_tls), L(np_a64_enter_site, site),
+					 L(np_a64_enter_version, site->version),
+					 L(np_a64_enter_slow, &np__dispatch),
+					 {np_a64_enter_done, BRANCH, NP_AT_CALLS_END}));
+		break;
+	case NP_PIECE_HANDLER:
+		np_block_add(b, NP_PIECE(np_a64_handler, T(np_a64_handler_tls),
+					 L(np_a64_handler_hits, hits_off(p->slot)),
+					 L(np_a64_handler_data, p->data),
+					 L(np_a64_handler_fn, p->on_entry)));
+		break;
+	case NP_PIECE_COUNT:
+		np_block_add(b, NP_PIECE(np_a64_count, T(np_a64_count_tls),
+					 L(np_a64_count_hits, hits_off(p->slot))));
+		break;
+	case NP_PIECE_ARM:
+		np_block_add(b, NP_PIECE(np_a64_arm, L(np_a64_arm_fn, &np__shadow_arm)));
+		break;
+	case NP_PIECE_LEAVE:
+		np_block_add(b, NP_PIECE(np_a64_leave, T(np_a64_leave_tls)));
+		break;
+	case NP_PIECE_VEC_RESTORE:
+		np_block_add(b, NP_PIECE(np_a64_fp_restore));
+		break;
+	case NP_PIECE_RESTORE:
+		add_restore(b, s);
+		break;
+	default: /* the return path: the shared return trampoline */
+		break;
 	}
-	np_block_emit(&b, out, patch_slot, &pool);
-	size_t end = pool.start + 8 * pool.n;
-	put32(out + code, B_OVER_POOL | (uint32_t)((end - code) / 4));
-	memset(out + code + 4, 0, pool.start - code - 4);
-	memcpy(out + pool.start, pool.v, 8 * pool.n);
-	return (ssize_t)end;
 }
 
-size_t np_host_tramp_size(const struct np_region *r)
-{
-	size_t len = 0;
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			ssize_t n = site_block(NULL, r->sites[i], 0);
-			len += n > 0 ? (size_t)n : 0;
-		}
-		len += 32; /* the longest relocation: literal load through a veneer */
-	}
-	return len + 16; /* the branch back */
-}
+const struct np_host_pieces np_host_pieces = {
+	.add = add_piece,
+	.patch = patch_slot,
+	.tail = pool_tail,
+	.reloc_max = 32, /* the longest relocation: literal load through a veneer */
+	.back_max = 16,  /* the branch back */
+};
 
 /* The registers the trampoline may jump back or far through. None into
  * code mapped with BTI guards: a br must land on a bti there, and the
  * words after a displaced one are not (the region's JUMP fails with
  * -ERANGE and the probe falls back to TRAP). */
-static struct np_reloc_scratch usable_scratch(const struct np_region *r)
+struct np_reloc_scratch np_host_tramp_scratch(const struct np_region *r)
 {
 	if (np_host_code_prot(r->start) & PROT_BTI)
 		return (struct np_reloc_scratch){0, 0};
 	return r->scratch;
-}
-
-int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
-{
-	struct np_reloc_scratch scratch = usable_scratch(r);
-	size_t pos = 0;
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		const struct np_insn *in = &r->insn[i];
-		r->tramp_off[i] = (uint32_t)pos;
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			ssize_t n = site_block(NULL, r->sites[i], at + pos);
-			if (n < 0)
-				return (int)n;
-			if (pos + (size_t)n > cap)
-				return -ENOSPC;
-			pos += (size_t)site_block(buf + pos, r->sites[i], at + pos);
-		}
-		struct np_reloc rl = {
-			.src = r->orig + (in->pc - r->start),
-			.src_len = in->len,
-			.src_pc = in->pc,
-			.dst = buf + pos,
-			.dst_cap = cap - pos,
-			.dst_pc = at + pos,
-			.resume_pc = i + 1 == r->ninsn ? r->end : 0,
-		};
-		int n = np_host_isa->relocate_via(&rl, &scratch);
-		if (n < 0)
-			return n;
-		pos += (size_t)n;
-	}
-	return (int)pos;
 }
 
 /* --- registers ------------------------------------------------------------ */

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * x86-64 host runtime: builds region trampolines from the templates in
- * tramp.S, converts between ucontext and struct np_regs, and knows where a
- * function keeps its return address at entry.
+ * x86-64 host runtime: the pieces of site blocks (host/pieces.h, which
+ * src/host/tramp.c lays out) from the templates in tramp.S, the shared
+ * routines (redirect, return trampolines), ucontext conversion, and where
+ * a function keeps its return address at entry.
  *
- * A region trampoline is, for each displaced instruction in order:
- *   [site block: save, call np__dispatch, restore]   if a probe sits there
- *   the instruction, relocated
- * and then a jump back to the end of the displaced bytes.
+ * Its pieces: three saves (full, entry: red zone and flags dead, args:
+ * the caller-saved registers only) with their restores, XSAVEC/XSAVE/
+ * FXSAVE for the vector state, the inline hit path (guard, a direct call
+ * or a counter bump per probe, inline shadow-stack arming), and the inline
+ * return path after RET_CALL. Slots hold 4- and 8-byte immediates, rel32
+ * branches and an address, to points of the block.
  */
 #include "core/nolibc.h"
 #include "host/host.h"
 #include "host/layout.h"
+#include "host/pieces.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,89 +86,28 @@ static bool have_xsavec;
 static int32_t self_disp; /* %fs displacement of the thread-block pointer */
 
 
-/* A template piece being copied out, with the slots to fill in it. */
-struct slot {
-	const uint8_t *at; /* inside the template */
-	unsigned size;     /* 4 or 8 bytes */
-	uint64_t value;
+/* --- the pieces of a site block (host/pieces.h) ---------------------------- */
+
+enum slot_kind {
+	IMM32,  /* a 4-byte immediate */
+	IMM64,  /* an 8-byte immediate */
+	REL32,  /* a rel32 to a point of the block */
+	ADDR64, /* a point's address, 0 when the block has no such point */
 };
 
-struct piece {
-	const uint8_t *begin, *end;
-	struct slot slot[6];
-};
+#define S8(sym, v) {sym, IMM64, (uint64_t)(v)}
+#define S4(sym, v) {sym, IMM32, (uint64_t)(uint32_t)(v)}
+#define REL(sym, point) {sym, REL32, point}
+#define ADDR(sym, point) {sym, ADDR64, point}
 
-#define PIECE(name, ...) ((struct piece){name##_begin, name##_end, {__VA_ARGS__}})
-#define S8(sym, v) {sym, 8, (uint64_t)(v)}
-#define S4(sym, v) {sym, 4, (uint64_t)(uint32_t)(v)}
-
-static size_t piece_len(const struct piece *p)
+static void patch_slot(uint8_t *insn, const struct np_slot *s, size_t off, const struct np_emit *e)
 {
-	return (size_t)(p->end - p->begin);
-}
-
-static size_t emit_piece(uint8_t *out, const struct piece *p)
-{
-	size_t n = piece_len(p);
-	if (!out)
-		return n;
-	memcpy(out, p->begin, n);
-	for (unsigned i = 0; i < 6 && p->slot[i].at; i++)
-		memcpy(out + (p->slot[i].at - p->begin), &p->slot[i].value, p->slot[i].size);
-	return n;
-}
-
-/* Fixed pieces of a block, plus two per probe (its entry and return
- * calls): 64 probes at one address. More make the attach fail (E2BIG). */
-#define MAX_PIECES (16 + 2 * 64)
-#define BLOCK_TOO_BIG SIZE_MAX
-
-struct block {
-	struct piece v[MAX_PIECES];
-	int n;
-	bool overflow;
-};
-
-static void add(struct block *b, struct piece p)
-{
-	if (b->n < MAX_PIECES)
-		b->v[b->n++] = p;
-	else
-		b->overflow = true;
-}
-
-/* The vector state, when a handler of the site may touch it. */
-static void add_vector_save(struct block *b, const struct np_site *site)
-{
-	if (site->fpu == NP_FPU_FULL && xsave_size && have_xsavec)
-		add(b, PIECE(np_x86_xsavec, S4(np_x86_xsavec_size, xsave_size),
-			     S4(np_x86_xsavec_mask, xsave_mask)));
-	else if (site->fpu == NP_FPU_FULL && xsave_size)
-		add(b, PIECE(np_x86_xsave, S4(np_x86_xsave_size, xsave_size),
-			     S4(np_x86_xsave_mask, xsave_mask)));
-	else if (site->fpu == NP_FPU_FULL)
-		add(b, PIECE(np_x86_fxsave));
-}
-
-static void add_vector_restore(struct block *b, const struct np_site *site)
-{
-	if (site->fpu == NP_FPU_FULL)
-		add(b, xsave_size ? PIECE(np_x86_xrstor, S4(np_x86_xrstor_mask, xsave_mask))
-				  : PIECE(np_x86_fxrstor));
-}
-
-static void add_save(struct block *b, const struct np_site *site, bool entry, bool args)
-{
-	if (args)
-		add(b, PIECE(np_x86_save_args, S8(np_x86_save_args_pc_imm, site->addr)));
-	else if (entry)
-		add(b, PIECE(np_x86_save_entry, S8(np_x86_save_entry_pc_imm, site->addr)));
-	else
-		add(b, PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
-	add(b, PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
-		     S8(np_x86_save_tail_kind_imm, NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0) |
-						   (site->fpu == NP_FPU_FULL ? 0 : NP_CTX_NO_FPU))));
-	add_vector_save(b, site);
+	uint64_t v = s->value;
+	if (s->kind == REL32)
+		v = e->point[v] - (off + 4);
+	else if (s->kind == ADDR64)
+		v = e->point[v] == NP_NO_POINT ? 0 : e->at + e->point[v];
+	memcpy(insn, &v, s->kind == IMM32 || s->kind == REL32 ? 4 : 8);
 }
 
 static uint32_t hits_off(uint32_t slot)
@@ -172,176 +115,139 @@ static uint32_t hits_off(uint32_t slot)
 	return (uint32_t)(offsetof(struct np_thread, hits) + slot * sizeof(uint64_t));
 }
 
-static size_t pieces_len(const struct block *b, int from, int to)
+/* The lean save, of the caller-saved registers only: asked for, or at an
+ * entry with no entry handler, where nothing reads the entry ctx but the
+ * engine: the caller-saved registers are all the C slow path can clobber. */
+static bool lean(const struct np_block_site *s)
 {
-	size_t len = 0;
-	for (int i = from; i < to; i++)
-		len += piece_len(&b->v[i]);
-	return len;
+	return s->entry && (s->site->args_only || !s->entry_handlers);
 }
 
-/* Set slot k of piece i to a rel32 from the end of that slot to 'len'
- * bytes past the end of piece 'to' - 1. */
-static void set_rel(struct block *b, int i, int k, const uint8_t *slot, int to, size_t len)
+static void add_save(struct np_block *b, const struct np_block_site *s)
 {
-	const struct piece *p = &b->v[i];
-	size_t rel = (size_t)(p->end - slot - 4) + pieces_len(b, i + 1, to) + len;
-	b->v[i].slot[k] = (struct slot)S4(slot, rel);
-}
-
-static bool has_handlers(const struct np_site *site, bool ret)
-{
-	for (const struct np_probe *p = site->probes; p; p = p->next_in_site)
-		if (ret ? p->on_return != NULL : p->on_entry != NULL)
-			return true;
-	return false;
-}
-
-static bool has_return_handlers(const struct np_site *site)
-{
-	return has_handlers(site, true);
-}
-
-/* The inline hit path: guard, one direct call per handler, return arming
- * (its return point's address is filled in by site_block). */
-static void add_calls(struct block *b, const struct np_site *site)
-{
-	add(b, PIECE(np_x86_enter, S4(np_x86_enter_tls, self_disp),
-		     S8(np_x86_enter_site_imm, site), S4(np_x86_enter_version, site->version),
-		     S8(np_x86_enter_slow_imm, &np__dispatch)));
-	int enter = b->n - 1;
-	for (const struct np_probe *p = site->probes; p; p = p->next_in_site) {
-		if (p->on_entry)
-			add(b, PIECE(np_x86_handler, S4(np_x86_handler_tls, self_disp),
-				     S4(np_x86_handler_hits, hits_off(p->slot)),
-				     S8(np_x86_handler_data, p->data), S8(np_x86_handler_fn, p->on_entry)));
-		else
-			add(b, PIECE(np_x86_count, S4(np_x86_count_tls, self_disp),
-				     S4(np_x86_count_hits, hits_off(p->slot))));
-	}
-	if (has_return_handlers(site))
-		add(b, PIECE(np_x86_arm, S4(np_x86_arm_tls, self_disp),
-			     S8(np_x86_arm_expect, 0), S8(np_x86_arm_fn, &np__shadow_arm),
-			     S4(np_x86_arm_flags, site->fpu == NP_FPU_FULL ? NP_RET_FPU : 0)));
-	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
-	/* the slow path jumps over the inline calls, to after 'leave' */
-	set_rel(b, enter, 4, np_x86_enter_done_rel, b->n, 0);
-}
-
-/* The return point of an armed call (see tramp.S), then its jump over
- * itself and the call: piece indexes of the call piece and of the arm
- * piece get their targets. */
-static void add_return_path(struct block *b, const struct np_site *site, int call, int arm,
-			    uint64_t at)
-{
-	int start = b->n;
-	add(b, PIECE(np_x86_ret_save, S8(np_x86_ret_save_site, site)));
-	add_vector_save(b, site);
-	add(b, PIECE(np_x86_ret_enter, S4(np_x86_ret_enter_tls, self_disp),
-		     S8(np_x86_ret_enter_site, site), S4(np_x86_ret_enter_version, site->version),
-		     S8(np_x86_ret_enter_slow, &np__ret_dispatch)));
-	int enter = b->n - 1;
-	for (const struct np_probe *p = site->probes; p; p = p->next_in_site)
-		if (p->on_return)
-			add(b, PIECE(np_x86_ret_handler, S8(np_x86_ret_handler_data, p->data),
-				     S8(np_x86_ret_handler_fn, p->on_return)));
-	add(b, PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
-	set_rel(b, enter, 4, np_x86_ret_enter_done_rel, b->n, 0);
-	add_vector_restore(b, site);
-	add(b, PIECE(np_x86_ret_restore));
-	size_t path = pieces_len(b, start, b->n);
-	set_rel(b, call, 0, np_x86_ret_call_jz, start, path);
-	set_rel(b, call, 1, np_x86_ret_call_call, start, path);
-	b->v[arm].slot[1] = (struct slot)S8(np_x86_arm_expect, at + pieces_len(b, 0, start));
-}
-
-static void add_restore(struct block *b, const struct np_site *site, bool entry, bool args)
-{
-	add_vector_restore(b, site);
+	const struct np_site *site = s->site;
+	bool args = lean(s);
 	if (args)
-		add(b, PIECE(np_x86_restore_args,
-			     S8(np_x86_restore_args_redirect_imm, np_x86_redirect_nf_ptr)));
-	else if (entry)
-		add(b, PIECE(np_x86_restore_entry,
-			     S8(np_x86_restore_entry_redirect_imm, np_x86_redirect_nf_ptr)));
+		np_block_add(b, NP_PIECE(np_x86_save_args, S8(np_x86_save_args_pc_imm, site->addr)));
+	else if (s->entry)
+		np_block_add(b, NP_PIECE(np_x86_save_entry, S8(np_x86_save_entry_pc_imm, site->addr)));
 	else
-		add(b, PIECE(np_x86_restore_full,
-			     S8(np_x86_restore_full_redirect_imm, np_x86_redirect_ptr)));
+		np_block_add(b, NP_PIECE(np_x86_save_full, S8(np_x86_save_full_pc_imm, site->addr)));
+	np_block_add(b, NP_PIECE(np_x86_save_tail, S8(np_x86_save_tail_site_imm, site),
+				 S8(np_x86_save_tail_kind_imm,
+				    NP_CTX_ENTRY | (args ? NP_CTX_CAPTURE_ARGS : 0) |
+					    (s->fpu ? 0 : NP_CTX_NO_FPU))));
 }
 
-/* The block that runs a site's handlers, to be placed at 'at' (0 when
- * measuring); out == NULL measures it. At a function entry with return
- * handlers it ends by calling the rest of the trampoline, the relocated
- * function start, and holds that call's return point. */
-static size_t site_block(uint8_t *out, const struct np_site *site, uint64_t at)
+static void add_restore(struct np_block *b, const struct np_block_site *s)
 {
-	static struct block b; /* engine lock held: too big for the stack */
-	/* with no entry handler, nothing reads the entry ctx but the engine:
-	 * the caller-saved registers are all the C slow path can clobber */
-	bool entry = site->func_entry;
-	bool args = entry && (site->args_only || !has_handlers(site, false));
-	size_t len = 0;
-
-	b.n = 0;
-	b.overflow = false;
-	add_save(&b, site, entry, args);
-	add_calls(&b, site);
-	int arm = b.n - 2; /* before 'leave', when there is one */
-	add_restore(&b, site, entry, args);
-	if (entry && has_return_handlers(site)) {
-		add(&b, PIECE(np_x86_ret_call));
-		add_return_path(&b, site, b.n - 1, arm, at);
-	}
-	if (b.overflow)
-		return BLOCK_TOO_BIG;
-	for (int i = 0; i < b.n; i++)
-		len += emit_piece(out ? out + len : NULL, &b.v[i]);
-	return len;
+	if (lean(s))
+		np_block_add(b, NP_PIECE(np_x86_restore_args,
+					 S8(np_x86_restore_args_redirect_imm, np_x86_redirect_nf_ptr)));
+	else if (s->entry)
+		np_block_add(b, NP_PIECE(np_x86_restore_entry,
+					 S8(np_x86_restore_entry_redirect_imm, np_x86_redirect_nf_ptr)));
+	else
+		np_block_add(b, NP_PIECE(np_x86_restore_full,
+					 S8(np_x86_restore_full_redirect_imm, np_x86_redirect_ptr)));
 }
 
-size_t np_host_tramp_size(const struct np_region *r)
+/* The vector state: XSAVEC, XSAVE, or FXSAVE on CPUs without them. */
+static void add_vector_save(struct np_block *b)
 {
-	size_t len = 32; /* the jump back, generously */
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		size_t block = r->sites[i] && r->strategy == NP_STRATEGY_JUMP
-				       ? site_block(NULL, r->sites[i], 0) : 0;
-		len += block == BLOCK_TOO_BIG ? 0 : block; /* the build says E2BIG */
-		len += 64; /* a relocated instruction grows to at most ~30 bytes */
-	}
-	return len;
+	if (xsave_size && have_xsavec)
+		np_block_add(b, NP_PIECE(np_x86_xsavec, S4(np_x86_xsavec_size, xsave_size),
+					 S4(np_x86_xsavec_mask, xsave_mask)));
+	else if (xsave_size)
+		np_block_add(b, NP_PIECE(np_x86_xsave, S4(np_x86_xsave_size, xsave_size),
+					 S4(np_x86_xsave_mask, xsave_mask)));
+	else
+		np_block_add(b, NP_PIECE(np_x86_fxsave));
 }
 
-int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
+static void add_vector_restore(struct np_block *b)
 {
-	size_t pos = 0;
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		const struct np_insn *in = &r->insn[i];
-		r->tramp_off[i] = (uint32_t)pos;
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			size_t need = site_block(NULL, r->sites[i], 0);
-			if (need == BLOCK_TOO_BIG)
-				return -E2BIG;
-			if (pos + need > cap)
-				return -ENOSPC;
-			pos += site_block(buf + pos, r->sites[i], at + pos);
-		}
-		bool last = i + 1 == r->ninsn;
-		struct np_reloc rl = {
-			.src = r->orig + (in->pc - r->start),
-			.src_len = in->len,
-			.src_pc = in->pc,
-			.dst = buf + pos,
-			.dst_cap = cap - pos,
-			.dst_pc = at + pos,
-			.resume_pc = last ? r->end : 0,
-		};
-		int n = np_host_isa->relocate(&rl);
-		if (n < 0)
-			return n;
-		pos += (size_t)n;
-	}
-	return (int)pos;
+	np_block_add(b, xsave_size ? NP_PIECE(np_x86_xrstor, S4(np_x86_xrstor_mask, xsave_mask))
+				   : NP_PIECE(np_x86_fxrstor));
 }
+
+/* The inline hit path. With return handlers at an entry, the block ends
+ * by calling the rest of the trampoline, the relocated function start
+ * (RET_CALL), and holds that call's return point, the return path, whose
+ * address ARM puts on the shadow stack. */
+static void add_piece(struct np_block *b, enum np_piece_kind k, const struct np_block_site *s)
+{
+	const struct np_site *site = s->site;
+	const struct np_probe *p = s->probe;
+	switch (k) {
+	case NP_PIECE_SAVE:
+		add_save(b, s);
+		break;
+	case NP_PIECE_VEC_SAVE:
+		add_vector_save(b);
+		break;
+	case NP_PIECE_ENTER:
+		np_block_add(b, NP_PIECE(np_x86_enter, S4(np_x86_enter_tls, self_disp),
+					 S8(np_x86_enter_site_imm, site),
+					 S4(np_x86_enter_version, site->version),
+					 S8(np_x86_enter_slow_imm, &np__dispatch),
+					 REL(np_x86_enter_done_rel, NP_AT_CALLS_END)));
+		break;
+	case NP_PIECE_HANDLER:
+		np_block_add(b, NP_PIECE(np_x86_handler, S4(np_x86_handler_tls, self_disp),
+					 S4(np_x86_handler_hits, hits_off(p->slot)),
+					 S8(np_x86_handler_data, p->data),
+					 S8(np_x86_handler_fn, p->on_entry)));
+		break;
+	case NP_PIECE_COUNT:
+		np_block_add(b, NP_PIECE(np_x86_count, S4(np_x86_count_tls, self_disp),
+					 S4(np_x86_count_hits, hits_off(p->slot))));
+		break;
+	case NP_PIECE_ARM:
+		np_block_add(b, NP_PIECE(np_x86_arm, S4(np_x86_arm_tls, self_disp),
+					 ADDR(np_x86_arm_expect, NP_AT_RET_PATH),
+					 S8(np_x86_arm_fn, &np__shadow_arm),
+					 S4(np_x86_arm_flags, s->fpu ? NP_RET_FPU : 0)));
+		break;
+	case NP_PIECE_LEAVE:
+		np_block_add(b, NP_PIECE(np_x86_leave, S4(np_x86_leave_tls, self_disp)));
+		break;
+	case NP_PIECE_VEC_RESTORE:
+		add_vector_restore(b);
+		break;
+	case NP_PIECE_RESTORE:
+		add_restore(b, s);
+		break;
+	case NP_PIECE_RET_CALL:
+		np_block_add(b, NP_PIECE(np_x86_ret_call, REL(np_x86_ret_call_jz, NP_AT_END),
+					 REL(np_x86_ret_call_call, NP_AT_END)));
+		break;
+	case NP_PIECE_RET_SAVE:
+		np_block_add(b, NP_PIECE(np_x86_ret_save, S8(np_x86_ret_save_site, site)));
+		break;
+	case NP_PIECE_RET_ENTER:
+		np_block_add(b, NP_PIECE(np_x86_ret_enter, S4(np_x86_ret_enter_tls, self_disp),
+					 S8(np_x86_ret_enter_site, site),
+					 S4(np_x86_ret_enter_version, site->version),
+					 S8(np_x86_ret_enter_slow, &np__ret_dispatch),
+					 REL(np_x86_ret_enter_done_rel, NP_AT_RET_CALLS_END)));
+		break;
+	case NP_PIECE_RET_HANDLER:
+		np_block_add(b, NP_PIECE(np_x86_ret_handler, S8(np_x86_ret_handler_data, p->data),
+					 S8(np_x86_ret_handler_fn, p->on_return)));
+		break;
+	case NP_PIECE_RET_RESTORE:
+		np_block_add(b, NP_PIECE(np_x86_ret_restore));
+		break;
+	}
+}
+
+const struct np_host_pieces np_host_pieces = {
+	.add = add_piece,
+	.patch = patch_slot,
+	.reloc_max = 64, /* a relocated instruction grows to at most ~30 bytes */
+	.back_max = 32,  /* the jump back, generously */
+};
 
 /* --- registers ------------------------------------------------------------ */
 
