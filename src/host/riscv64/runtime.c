@@ -1,32 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * riscv64 host runtime: builds region trampolines from the template in
- * tramp.S, converts between ucontext and struct np_regs, and keeps the
- * return address of a probed call in ra.
+ * riscv64 host runtime: the pieces of site blocks (host/pieces.h, which
+ * src/host/tramp.c lays out) from the template in tramp.S, ucontext
+ * conversion, and the return address of a probed call in ra.
  *
- * A trampoline is, for each displaced instruction,
- *   [site block: save, call np__dispatch, restore]   if a probe sits there
- *   the instruction, relocated
- * and then the jump back to the end of the displaced bytes: jal when it
- * reaches, else auipc+jalr through a register free there (the region's
- * scratch masks, from the free-register analysis). A site block starts on
- * an 8-byte boundary (its literals are doublewords), padded with c.nop;
- * it opens with a jump over its literals.
- * The out-of-line copy of a TRAP region is the relocated instruction
- * alone.
- *
- * As on arm64, every hit calls np__dispatch: no inline fast path yet.
+ * A site block is two pieces, save and restore, around a call of shared
+ * code that runs np__dispatch: no inline hit path yet. It starts on an
+ * 8-byte boundary (its literals are doublewords), padded with c.nop, and
+ * opens with a jump over its literals. The jump back to the end of the
+ * displaced bytes is a jal when it reaches, else auipc+jalr through a
+ * register free there (the region's scratch masks, from the free-register
+ * analysis). The out-of-line copy of a TRAP region is the relocated
+ * instruction alone.
  */
 #include "core/nolibc.h"
 #include "host/host.h"
 #include "host/layout.h"
+#include "host/pieces.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 
-extern const uint8_t np_rv_site_begin[], np_rv_site_end[];
+extern const uint8_t np_rv_save_begin[], np_rv_save_end[];
+extern const uint8_t np_rv_restore_begin[], np_rv_restore_end[];
 extern const uint8_t np_rv_site_pc[], np_rv_site_site[], np_rv_site_kind[];
 extern const uint8_t np_rv_site_fn[], np_rv_site_rest_fn[];
 extern const uint8_t np_rv_site_rest[], np_rv_site_rest_nofp[];
@@ -37,79 +35,52 @@ extern const uint8_t np_rv_ret_tramp[], np_rv_ret_tramp_nofp[];
 #define SP 2
 #define C_NOP 0x0001
 
-static void put64(uint8_t *block, const uint8_t *slot, uint64_t value)
+/* --- the pieces of a site block (host/pieces.h) ---------------------------- */
+
+enum slot_kind {
+	LIT64, /* a doubleword literal */
+};
+
+#define L(sym, v) {sym, LIT64, (uint64_t)(uintptr_t)(v)}
+
+static void patch_slot(uint8_t *insn, const struct np_slot *s, size_t off, const struct np_emit *e)
 {
-	memcpy(block + (slot - np_rv_site_begin), &value, sizeof(value));
+	(void)off;
+	(void)e;
+	memcpy(insn, &s->value, sizeof(s->value));
 }
 
-/* The block that runs a site's handlers; out == NULL measures it. The
- * shared code it calls saves the FP state only when a handler of the site
- * may touch it (site->fpu, from the engine's scan of the handlers): the
- * one difference between the two, so the block is the same size. */
-static size_t site_block(uint8_t *out, const struct np_site *site)
+/* No inline hit path: SAVE calls the shared rest, which saves the other
+ * registers and the FP state when a handler of the site may touch it
+ * (site->fpu, from the engine's scan of the handlers), runs np__dispatch
+ * and loads them back; a return probe goes through the shared return
+ * trampoline. The block is the same size either way. */
+static void add_piece(struct np_block *b, enum np_piece_kind k, const struct np_block_site *s)
 {
-	size_t len = (size_t)(np_rv_site_end - np_rv_site_begin);
-	if (!out)
-		return len;
-	bool fp = site->fpu == NP_FPU_FULL;
-	memcpy(out, np_rv_site_begin, len);
-	put64(out, np_rv_site_pc, site->addr);
-	put64(out, np_rv_site_site, (uint64_t)(uintptr_t)site);
-	/* redirect, the high half: 0 */
-	put64(out, np_rv_site_kind, NP_CTX_ENTRY | (fp ? 0 : NP_CTX_NO_FPU));
-	put64(out, np_rv_site_fn, (uint64_t)(uintptr_t)&np__dispatch);
-	put64(out, np_rv_site_rest_fn,
-	      (uint64_t)(uintptr_t)(fp ? np_rv_site_rest : np_rv_site_rest_nofp));
-	return len;
+	const struct np_site *site = s->site;
+	if (k == NP_PIECE_SAVE)
+		np_block_add(b, NP_PIECE(np_rv_save, L(np_rv_site_pc, site->addr),
+					 L(np_rv_site_site, site),
+					 /* redirect, the high half: 0 */
+					 L(np_rv_site_kind, NP_CTX_ENTRY | (s->fpu ? 0 : NP_CTX_NO_FPU)),
+					 L(np_rv_site_fn, &np__dispatch),
+					 L(np_rv_site_rest_fn, s->fpu ? np_rv_site_rest
+								      : np_rv_site_rest_nofp)));
+	else if (k == NP_PIECE_RESTORE)
+		np_block_add(b, NP_PIECE(np_rv_restore));
 }
 
-size_t np_host_tramp_size(const struct np_region *r)
-{
-	size_t len = 0;
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP)
-			len += 6 + site_block(NULL, r->sites[i]); /* padding to 8 */
-		len += 24; /* the longest relocation: a far branch through a register */
-	}
-	return len + 8; /* the jump back */
-}
-
-int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
-{
-	size_t pos = 0;
-	for (unsigned i = 0; i < r->ninsn; i++) {
-		const struct np_insn *in = &r->insn[i];
-		r->tramp_off[i] = (uint32_t)pos;
-		if (r->sites[i] && r->strategy == NP_STRATEGY_JUMP) {
-			size_t len = site_block(NULL, r->sites[i]);
-			for (; (at + pos) % 8; pos += 2) {
-				uint16_t nop = C_NOP;
-				if (pos + 2 > cap)
-					return -ENOSPC;
-				memcpy(buf + pos, &nop, 2);
-			}
-			if (pos + len > cap)
-				return -ENOSPC;
-			site_block(buf + pos, r->sites[i]);
-			r->tramp_off[i] = (uint32_t)pos;
-			pos += len;
-		}
-		struct np_reloc rl = {
-			.src = r->orig + (in->pc - r->start),
-			.src_len = in->len,
-			.src_pc = in->pc,
-			.dst = buf + pos,
-			.dst_cap = cap - pos,
-			.dst_pc = at + pos,
-			.resume_pc = i + 1 == r->ninsn ? r->end : 0,
-		};
-		int n = np_host_isa->relocate_via(&rl, &r->scratch);
-		if (n < 0)
-			return n;
-		pos += (size_t)n;
-	}
-	return (int)pos;
-}
+/* A block starts on an 8-byte boundary (its literals are doublewords),
+ * padded with c.nop. */
+const struct np_host_pieces np_host_pieces = {
+	.add = add_piece,
+	.patch = patch_slot,
+	.align = 8,
+	.pad = {C_NOP & 0xff, C_NOP >> 8},
+	.pad_len = 2,
+	.reloc_max = 24, /* the longest relocation: a far branch through a register */
+	.back_max = 8,   /* the jump back */
+};
 
 /* --- registers ------------------------------------------------------------ */
 

@@ -108,14 +108,19 @@
  * of trampolines: it saves t0 and ra, points t0 at its own literals and
  * calls np_rv_site_rest (through its address: the library may be far),
  * which does the rest and comes back here; then ra and t0 are reloaded
- * from ctx (a return probe changes ra) and sp is popped. */
+ * from ctx (a return probe changes ra) and sp is popped. Two pieces of a
+ * site block (host/pieces.h), always copied together: np_rv_save (up to
+ * the call) and np_rv_restore. */
 	.option push
 	.option norelax
 	.option norvc
 	.p2align 3
 	.globl np_rv_site_begin, np_rv_site_end
 	.hidden np_rv_site_begin, np_rv_site_end
+	.globl np_rv_save_begin, np_rv_save_end, np_rv_restore_begin, np_rv_restore_end
+	.hidden np_rv_save_begin, np_rv_save_end, np_rv_restore_begin, np_rv_restore_end
 np_rv_site_begin:
+np_rv_save_begin:
 	j .Lsite_entry			/* over the literals */
 	.p2align 3
 LITERAL(np_rv_site_pc)
@@ -132,9 +137,12 @@ LITERAL(np_rv_site_rest_fn)
 	addi t0, t0, %pcrel_lo(.Lsite_base)
 	ld ra, LIT_COMMON(t0)
 	jalr ra, 0(ra)
+np_rv_save_end:
+np_rv_restore_begin:
 	ld ra, GPR(1)(sp)
 	ld t0, GPR(5)(sp)
 	addi sp, sp, FRAME		/* sp is never changed without redirect */
+np_rv_restore_end:
 np_rv_site_end:
 	.option pop
 
