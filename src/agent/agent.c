@@ -198,7 +198,7 @@ static int receive_probes(int fd, struct np_msg_hello *h, int *shm_fd)
 	*shm_fd = np_fd_move_high(*shm_fd);
 	np_agent.follow = h->flags & NP_HELLO_FOLLOW;
 	if (h->script_len) {
-		int err = np_agent_script_receive(fd, h->script_len);
+		int err = np_agent_script_receive(fd, h->script_len, h->nprobes);
 		if (err)
 			return err;
 	}

@@ -140,7 +140,9 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
  * hit; NULL on the agent's own threads or when none is free. */
 struct np_ring *np_agent_ring_self(void);
 /* script_hit.c: NP_ACT_SCRIPT's handlers. */
-void np_agent_script_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret);
+/* A script probe's handlers and their data (script_hit.c). */
+void np_agent_script_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret,
+			      void **data);
 /* NP_ACT_WATCH's handler: a record per access. */
 void np_agent_on_watch(const struct np_watch_hit *hit, void *data);
 #endif

@@ -371,7 +371,7 @@ void np_agent_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler
 		*ret = on_latency_return;
 		break;
 	case NP_ACT_SCRIPT:
-		np_agent_script_handlers(ap, entry, ret);
+		np_agent_script_handlers(ap, entry, ret, data);
 		break;
 	}
 }

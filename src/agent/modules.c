@@ -223,6 +223,7 @@ static void attach_watch(struct aprobe *ap, uint64_t bias)
 
 static struct np_probe_opts probe_opts(struct aprobe *ap, uint64_t bias)
 {
+	ap->bias = bias; /* before the handlers' data is made of it */
 	struct np_probe_opts o = NP_PROBE_OPTS(.strategy = ap->m.strategy, .flags = probe_flags(ap));
 	np_agent_handlers(ap, &o.on_entry, &o.on_return, &o.data);
 	if (ap->m.func_size) {

@@ -27,16 +27,18 @@ static uint64_t page_up(uint64_t v)
 	return (v + 4095) & ~4095ull;
 }
 
-int np_agent_script_receive(int fd, uint32_t len)
+int np_agent_script_receive(int fd, uint32_t len, uint32_t nprobes)
 {
 	char why[200];
 	if (len < sizeof(struct np_vm_prog) || len > (64u << 20))
 		return -EPROTO;
 	uint64_t *blob = calloc(1, (len + 7) & ~7u); /* 8-aligned for the checker */
 	unsigned char *buf = malloc(NP_SCRIPT_CHUNK + 4);
-	if (!blob || !buf) {
+	struct np_vm_site *sites = calloc(nprobes ? nprobes : 1, sizeof(*sites));
+	if (!blob || !buf || !sites) {
 		free(blob);
 		free(buf);
+		free(sites);
 		return -ENOMEM;
 	}
 	uint32_t got = 0;
@@ -57,9 +59,12 @@ int np_agent_script_receive(int fd, uint32_t len)
 		rc = -EPROTO;
 	if (rc) {
 		free(blob);
+		free(sites);
 		return rc;
 	}
 	np_agent_script.prog = (const struct np_vm_prog *)blob;
+	np_agent_script.sites = sites;
+	np_agent_script.nsites = nprobes;
 	np_agent_script.ring_extra = page_up(np_agent_script.prog->thread_bytes);
 	np_agent_script.shared_bytes = page_up(np_agent_script.prog->shared_bytes);
 	np_agent_script.uid = (uint64_t)getuid();
@@ -91,5 +96,6 @@ void np_agent_script_bind(struct np_shm_header *h)
 void np_agent_script_end(void)
 {
 	free((void *)np_agent_script.prog);
+	free(np_agent_script.sites);
 	memset(&np_agent_script, 0, sizeof(np_agent_script));
 }

@@ -23,12 +23,17 @@ struct np_agent_script {
 	int fp_reg;
 	uint32_t sarg_skip;
 	uint8_t red_zone;
+	/* one per probe of the session, made at its attach (script_hit.c):
+	 * what its hits give np_vm_run, side by side, where the probes'
+	 * messages are 2 KiB apart */
+	struct np_vm_site *sites;
+	uint32_t nsites;
 };
 extern struct np_agent_script np_agent_script;
 
-/* After HELLO: len bytes of program in NP_MSG_SCRIPT messages, checked.
- * 0 or -errno. */
-int np_agent_script_receive(int fd, uint32_t len);
+/* After HELLO: len bytes of program in NP_MSG_SCRIPT messages, checked,
+ * for a session of nprobes probes. 0 or -errno. */
+int np_agent_script_receive(int fd, uint32_t len, uint32_t nprobes);
 /* A probe message's block exists. */
 bool np_agent_script_probe_ok(const struct np_msg_probe *m);
 /* The shared memory is made: fill its script fields, find the maps. */

@@ -8,38 +8,50 @@
 #include "agent/agent.h"
 #include "agent/script.h"
 
-static void run_block(struct np_ctx *ctx, const struct aprobe *ap)
-{
-	struct np_ring *r = np_agent_ring_self();
-	const struct np_vm_prog *prog = np_agent_script.prog;
-	struct np_shm_header *h = np_agent.shm;
-	if (!r || !prog || !h)
-		return;
-	np_ring_counts(r)[ap->m.id]++;
-	struct np_vm_env env = {
-		.prog = prog, .ctx = ctx, .shared = np_agent_script.shared,
-		.thread = np_ring_extra(r, h->nprobes, h->ring_bytes), .ring = r,
-		.ring_data = np_ring_data(r, h->nprobes), .ring_bytes = h->ring_bytes,
-		.probe = ap->m.id, .probe_key = ap->m.probe_key, .func_key = ap->m.func_key,
-		.pid = (uint64_t)(uint32_t)r->pid, .uid = np_agent_script.uid,
-		.gid = np_agent_script.gid, .start_ns = np_agent_script.start_ns,
-		.main_stack_end = np_agent_script.main_stack_end, .fp_reg = np_agent_script.fp_reg,
-		.sarg_skip = np_agent_script.sarg_skip,
-		.at_entry = !ap->m.is_return && ap->m.vaddr == ap->m.func_vaddr,
-		.red_zone = np_agent_script.red_zone,
-		.usdt = ap->m.usdt ? ap->m.usdt_args : NULL, .nusdt = ap->m.nusdt,
-		.bias = ap->bias,
-	};
-	np_vm_run(&env, ap->m.block);
-}
-
+/* Its probe's site (made at the attach, np_agent_script_handlers); the
+ * session's memory and this thread's ring and area. */
 static void on_script(struct np_ctx *ctx, void *data)
 {
-	run_block(ctx, data);
+	const struct np_vm_site *site = data;
+	struct np_ring *r = np_agent_ring_self();
+	struct np_shm_header *h = np_agent.shm;
+	if (!r || !h)
+		return;
+	np_ring_counts(r)[site->probe]++;
+	struct np_vm_env env = {
+		.site = site, .ctx = ctx, .thread = np_ring_extra(r, h->nprobes, h->ring_bytes),
+		.ring = r, .ring_data = np_ring_data(r, h->nprobes), .ring_bytes = h->ring_bytes,
+		.pid = (uint64_t)(uint32_t)r->pid,
+	};
+	np_vm_run(&env);
 }
 
-void np_agent_script_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret)
+/* What the probe's hits give the program: made at each attach, when the
+ * probe's module bias is known. Its slot holds nothing of the last
+ * attachment's: a probe is attached again only after its detach. */
+static struct np_vm_site *make_site(const struct aprobe *ap)
 {
-	*entry = ap->m.is_return ? NULL : on_script;
-	*ret = ap->m.is_return ? on_script : NULL;
+	const struct np_agent_script *s = &np_agent_script;
+	if (!s->sites || ap->m.id >= s->nsites)
+		return NULL;
+	struct np_vm_site *site = &s->sites[ap->m.id];
+	*site = (struct np_vm_site){
+		.prog = s->prog, .shared = s->shared, .block = ap->m.block, .probe = ap->m.id,
+		.probe_key = ap->m.probe_key, .func_key = ap->m.func_key, .uid = s->uid,
+		.gid = s->gid, .start_ns = s->start_ns, .main_stack_end = s->main_stack_end,
+		.fp_reg = s->fp_reg, .sarg_skip = s->sarg_skip,
+		.at_entry = !ap->m.is_return && ap->m.vaddr == ap->m.func_vaddr,
+		.red_zone = s->red_zone, .usdt = ap->m.usdt ? ap->m.usdt_args : NULL,
+		.nusdt = ap->m.nusdt, .bias = ap->bias,
+	};
+	return site;
+}
+
+void np_agent_script_handlers(const struct aprobe *ap, np_handler_fn *entry, np_handler_fn *ret,
+			      void **data)
+{
+	struct np_vm_site *site = make_site(ap);
+	*data = site;
+	*entry = site && !ap->m.is_return ? on_script : NULL;
+	*ret = site && ap->m.is_return ? on_script : NULL;
 }

@@ -63,7 +63,7 @@ static void emit(const struct np_vm_env *env, unsigned kind, uint32_t id, const 
 		return;
 	int cpu = np_cpu();
 	rec->len = total;
-	rec->probe = (uint16_t)env->probe;
+	rec->probe = (uint16_t)env->site->probe;
 	rec->cpu = cpu < 0 ? 0xffff : (uint16_t)cpu;
 	rec->fault_mask = 0;
 	rec->reserved = (uint32_t)kind << 24 | (id & 0xffffff);
@@ -91,8 +91,8 @@ static uint64_t stack_top(const struct np_vm_env *env, uint64_t sp)
 	uint64_t tp = (uint64_t)(uintptr_t)__builtin_thread_pointer();
 	if (sp < tp && tp - sp < STACK_SPAN)
 		return tp;
-	if (sp < env->main_stack_end && env->main_stack_end - sp < STACK_SPAN)
-		return env->main_stack_end;
+	if (sp < env->site->main_stack_end && env->site->main_stack_end - sp < STACK_SPAN)
+		return env->site->main_stack_end;
 	return 0;
 }
 
@@ -118,11 +118,11 @@ static uint32_t walk_stack(const struct np_vm_env *env, uint64_t *frames, uint32
 	frames[n++] = np_ctx_is_return(ctx) ? np_ctx_func(ctx) : np_ctx_pc(ctx);
 	if (!top)
 		return n;
-	if (env->at_entry && n < max && stack_word(sp, sp, top, &ret) == 0 && ret)
+	if (env->site->at_entry && n < max && stack_word(sp, sp, top, &ret) == 0 && ret)
 		frames[n++] = ret;
 	if (np_ctx_is_return(ctx) && n < max)
 		frames[n++] = np_ctx_pc(ctx); /* where the call returns to */
-	fp = np_ctx_reg(ctx, env->fp_reg);
+	fp = np_ctx_reg(ctx, env->site->fp_reg);
 	while (n < max) {
 		uint64_t next;
 		if (stack_word(fp, sp, top, &next) || stack_word(fp + 8, sp, top, &ret) || !ret)
@@ -141,7 +141,7 @@ static uint64_t sarg(const struct np_vm_env *env, int32_t i)
 		return 0;
 	uint64_t sp = np_ctx_sp(env->ctx), top = stack_top(env, sp), v = 0;
 	if (top)
-		stack_word(sp + 8 * ((uint64_t)i + env->sarg_skip), sp, top, &v);
+		stack_word(sp + 8 * ((uint64_t)i + env->site->sarg_skip), sp, top, &v);
 	return v;
 }
 
@@ -152,7 +152,7 @@ static uint64_t sarg(const struct np_vm_env *env, int32_t i)
 static int on_stack(const struct np_vm_env *env, uint64_t addr, uint32_t len)
 {
 	uint64_t sp = np_ctx_sp(env->ctx), top = stack_top(env, sp);
-	uint64_t low = sp - (env->at_entry ? 0 : env->red_zone);
+	uint64_t low = sp - (env->site->at_entry ? 0 : env->site->red_zone);
 	return top && addr >= low && addr <= top && len <= top - addr;
 }
 
@@ -240,13 +240,13 @@ static inline int key_equal(const uint64_t *a, const uint64_t *b, uint32_t words
 static inline struct np_vm_map_header *map_header(const struct np_vm_env *env,
 						  const struct np_vm_map *m)
 {
-	return (struct np_vm_map_header *)(env->shared + m->shared_off);
+	return (struct np_vm_map_header *)(env->site->shared + m->shared_off);
 }
 
 static inline struct np_vm_slot *slot_at(const struct np_vm_env *env, const struct np_vm_map *m,
 					 uint32_t i)
 {
-	return (struct np_vm_slot *)(env->shared + m->shared_off +
+	return (struct np_vm_slot *)(env->site->shared + m->shared_off +
 				     sizeof(struct np_vm_map_header) + (uint64_t)i * m->slot_size);
 }
 
@@ -367,7 +367,8 @@ static void map_each_void(const struct np_vm_env *env, const struct np_vm_map *m
 
 void np_vm_map_void(const struct np_vm_prog *prog, uint8_t *shared, uint32_t map, int keep_key)
 {
-	struct np_vm_env env = {.prog = prog, .shared = shared};
+	struct np_vm_site site = {.prog = prog, .shared = shared};
+	struct np_vm_env env = {.site = &site};
 	if (map < prog->nmaps)
 		map_each_void(&env, &np_vm_maps(prog)[map], keep_key);
 }
@@ -455,12 +456,12 @@ static uint64_t builtin(const struct np_vm_env *env, int32_t which)
 	case VM_B_PID: return env->pid;
 	case VM_B_TID: return env->ring ? (uint64_t)(uint32_t)env->ring->tid : 0;
 	case VM_B_NSECS: return np_clock_ns();
-	case VM_B_ELAPSED: return np_clock_ns() - env->start_ns;
+	case VM_B_ELAPSED: return np_clock_ns() - env->site->start_ns;
 	case VM_B_CPU: { int c = np_cpu(); return c < 0 ? 0 : (uint64_t)c; }
-	case VM_B_UID: return env->uid;
-	case VM_B_GID: return env->gid;
-	case VM_B_PROBE: return env->probe_key;
-	case VM_B_FUNC: return env->func_key;
+	case VM_B_UID: return env->site->uid;
+	case VM_B_GID: return env->site->gid;
+	case VM_B_PROBE: return env->site->probe_key;
+	case VM_B_FUNC: return env->site->func_key;
 	case VM_B_PC: return env->ctx ? np_ctx_pc(env->ctx) : 0;
 	}
 	return 0;
@@ -503,9 +504,9 @@ static inline uint64_t zext(uint64_t v, int32_t bytes)
  * read, as str() reads. 0 for an argument the probe lacks or cannot read. */
 static uint64_t usdt_arg(const struct np_vm_env *env, uint32_t i)
 {
-	if (i >= env->nusdt || !env->ctx)
+	if (i >= env->site->nusdt || !env->ctx)
 		return 0;
-	const struct np_usdt_loc *a = &env->usdt[i];
+	const struct np_usdt_loc *a = &env->site->usdt[i];
 	struct np_ctx *ctx = env->ctx;
 	uint64_t v = 0, addr = (uint64_t)a->disp;
 	switch (a->kind) {
@@ -521,7 +522,7 @@ static uint64_t usdt_arg(const struct np_vm_env *env, uint32_t i)
 		if (a->index != NP_UA_NOREG)
 			addr += np_ctx_reg(ctx, a->index) * a->scale;
 		if (a->flags & NP_UA_MODREL)
-			addr += env->bias;
+			addr += env->site->bias;
 		if ((a->flags & NP_UA_INMODULE) || on_stack(env, addr, a->size))
 			v = read_mapped(addr, a->size);
 		else if (read_mem(env, &v, addr, a->size))
@@ -531,9 +532,10 @@ static uint64_t usdt_arg(const struct np_vm_env *env, uint32_t i)
 	return a->is_signed ? sext(v, a->size) : zext(v, a->size);
 }
 
-int np_vm_run(const struct np_vm_env *env, uint32_t block)
+int np_vm_run(const struct np_vm_env *env)
 {
-	const struct np_vm_prog *prog = env->prog;
+	uint32_t block = env->site->block;
+	const struct np_vm_prog *prog = env->site->prog;
 	const struct np_vm_insn *code = np_vm_insns(prog);
 	const struct np_vm_map *maps = np_vm_maps(prog);
 	const uint8_t *consts = np_vm_consts(prog);
@@ -582,7 +584,7 @@ int np_vm_run(const struct np_vm_env *env, uint32_t block)
 		case VM_JNCMPI: if (!cmp(i->dst, a, x)) next += i->imm; break;
 		case VM_BUILTIN: *d = builtin(env, i->imm); break;
 		case VM_ARG:
-			*d = env->usdt ? usdt_arg(env, (uint32_t)i->imm)
+			*d = env->site->usdt ? usdt_arg(env, (uint32_t)i->imm)
 			     : env->ctx && i->imm < 6 ? np_ctx_arg(env->ctx, (unsigned)i->imm)
 							 : 0;
 			break;

@@ -10,17 +10,16 @@
 #include "agent/proto.h"
 #include "agent/vm.h"
 
-struct np_vm_env {
+/* What a block's runs share: the same at every hit of one probe, made at
+ * its attach (script_hit.c), and at each run of the command's own probes
+ * (BEGIN, END, interval). */
+struct np_vm_site {
 	const struct np_vm_prog *prog; /* checked by np_vm_verify */
-	struct np_ctx *ctx;            /* the hit; NULL in the command */
 	uint8_t *shared;               /* prog->shared_bytes: the maps' tables */
-	uint8_t *thread;               /* prog->thread_bytes: this thread's area */
-	struct np_ring *ring;          /* records go there (tid and comm too) */
-	unsigned char *ring_data;
-	uint32_t ring_bytes;
+	uint32_t block;                /* the probe's block */
 	uint32_t probe;                /* the probe's id, for its records */
 	uint32_t probe_key, func_key;  /* what `probe` and `func` are (np_msg_probe) */
-	uint64_t pid, uid, gid;
+	uint64_t uid, gid;
 	uint64_t start_ns;             /* elapsed counts from here */
 	uint64_t main_stack_end;       /* __libc_stack_end: the main stack's top */
 	int fp_reg;                    /* the frame pointer's np_reg_lookup number */
@@ -34,9 +33,20 @@ struct np_vm_env {
 	uint64_t bias;
 };
 
-/* Run block `block`: 0 at its end, 1 when it called exit(), -1 for an
- * instruction the verifier would have refused. */
-int np_vm_run(const struct np_vm_env *env, uint32_t block);
+/* One run: the site, and what this hit and thread bring. */
+struct np_vm_env {
+	const struct np_vm_site *site;
+	struct np_ctx *ctx;            /* the hit; NULL in the command */
+	uint8_t *thread;               /* prog->thread_bytes: this thread's area */
+	struct np_ring *ring;          /* records go there (tid and comm too) */
+	unsigned char *ring_data;
+	uint32_t ring_bytes;
+	uint64_t pid;
+};
+
+/* Run env->site's block: 0 at its end, 1 when it called exit(), -1 for
+ * an instruction the verifier would have refused. */
+int np_vm_run(const struct np_vm_env *env);
 
 /* 0 when the blob of `size` bytes is a program np_vm_run may run, else
  * -EINVAL with the reason in why. */

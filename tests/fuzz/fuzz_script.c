@@ -24,9 +24,10 @@ static void run_blocks(const struct np_vm_prog *p)
 	unsigned char *data = calloc(1, 1u << 16);
 	if (shared && thread && ring && data)
 		for (uint32_t b = 0; b < p->nblocks; b++) {
-			struct np_vm_env env = {.prog = p, .shared = shared, .thread = thread,
-						.ring = ring, .ring_data = data, .ring_bytes = 1u << 16};
-			np_vm_run(&env, b);
+			struct np_vm_site site = {.prog = p, .shared = shared, .block = b};
+			struct np_vm_env env = {.site = &site, .thread = thread, .ring = ring,
+						.ring_data = data, .ring_bytes = 1u << 16};
+			np_vm_run(&env);
 			ring->tail = ring->head; /* as the command reads them */
 		}
 	free(shared);

@@ -115,15 +115,17 @@ static void run_here(struct run *r, const struct probe *pr)
 {
 	if (!r->rt.shared || (r->exited && pr->attach->kind != PK_END))
 		return;
-	struct np_vm_env env = {
-		.prog = r->comp.prog, .shared = r->rt.shared, .thread = r->rt.fold,
-		.ring = r->cmd_ring, .ring_data = r->cmd_data, .ring_bytes = CMD_RING_BYTES,
-		.probe = (uint32_t)(r->set.n + (size_t)pr->index),
-		.probe_key = (uint32_t)(r->set.n + (size_t)pr->index),
-		.func_key = (uint32_t)(r->set.n + (size_t)pr->index), .pid = (uint64_t)getpid(),
+	uint32_t id = (uint32_t)(r->set.n + (size_t)pr->index);
+	struct np_vm_site site = {
+		.prog = r->comp.prog, .shared = r->rt.shared, .block = (uint32_t)pr->index,
+		.probe = id, .probe_key = id, .func_key = id,
 		.uid = (uint64_t)getuid(), .gid = (uint64_t)getgid(), .start_ns = r->start_ns,
 	};
-	np_vm_run(&env, (uint32_t)pr->index);
+	struct np_vm_env env = {
+		.site = &site, .thread = r->rt.fold, .ring = r->cmd_ring, .ring_data = r->cmd_data,
+		.ring_bytes = CMD_RING_BYTES, .pid = (uint64_t)getpid(),
+	};
+	np_vm_run(&env);
 	drain_cmd_ring(r);
 }
 
