@@ -232,6 +232,16 @@ struct np_isa {
 	int (*emit_jump)(uint8_t *buf, uint64_t from, uint64_t to);
 	/* Emit the breakpoint (trap_len bytes). */
 	int (*emit_trap)(uint8_t *buf);
+	/* A jump shorter than the JUMP patch, for a site where jump_len bytes
+	 * do not fit: hop_len bytes at 'from' to a hop, dead bytes of the
+	 * program nearby where a JUMP patch (emit_jump) to the trampoline is
+	 * written (x86-64: jmp rel8, reaching -128..+127 from its end).
+	 * hop_len bytes, or -ERANGE when 'to' is out of its reach. hop_len 0
+	 * and NULL on ISAs of fixed-size instructions: a jump to a hop would
+	 * be as long as the JUMP patch. */
+	unsigned hop_len;
+	const char *hop_name; /* as users read it: "jmp rel8 + hop" */
+	int (*emit_hop)(uint8_t *buf, uint64_t from, uint64_t to);
 	/* Emit an absolute or pc-relative jump of any reach, as short as the
 	 * distance allows. Bytes written or -ENOSPC. */
 	int (*emit_jump_any)(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);

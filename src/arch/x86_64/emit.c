@@ -129,6 +129,18 @@ int x86_emit_jump(uint8_t *buf, uint64_t from, uint64_t to)
 	return err ? err : (int)o.len;
 }
 
+/* jmp rel8: the jump to a hop (np_isa.emit_hop). */
+int x86_emit_hop(uint8_t *buf, uint64_t from, uint64_t to)
+{
+	int64_t rel = (int64_t)(to - (from + 2));
+
+	if (rel < INT8_MIN || rel > INT8_MAX)
+		return -ERANGE;
+	buf[0] = 0xeb;
+	buf[1] = (uint8_t)(int8_t)rel;
+	return 2;
+}
+
 int x86_emit_trap(uint8_t *buf)
 {
 	buf[0] = 0xcc; /* int3 */

@@ -132,6 +132,7 @@ int x86_format(const uint8_t *code, size_t avail, uint64_t pc, char *buf, size_t
 int x86_relocate(const struct np_reloc *r);
 int x86_simulate(const struct np_insn *insn, struct np_regs *regs, const struct np_mem *mem);
 int x86_emit_jump(uint8_t *buf, uint64_t from, uint64_t to);
+int x86_emit_hop(uint8_t *buf, uint64_t from, uint64_t to);
 int x86_emit_trap(uint8_t *buf);
 int x86_emit_jump_any(uint8_t *buf, size_t cap, uint64_t from, uint64_t to);
 int x86_reg_use(const uint8_t *code, size_t avail, uint64_t pc, struct np_reg_use *out);
