@@ -83,8 +83,9 @@ static int model_jump(void *cookie, const struct np_fn_view *v, struct np_site_p
 {
 	const struct np_plan_places *pl = cookie;
 	const struct np_plan *p = &s->plan;
-	uint64_t place = p->form == NP_JUMP_SHORT ? near_place(v->isa, pl, p->start)
-						  : far_place(v->isa, pl, p->start);
+	/* the hop form's trampoline is reached by the short patch at the hop */
+	uint64_t place = p->form != NP_JUMP_LONG ? near_place(v->isa, pl, p->start)
+						 : far_place(v->isa, pl, p->start);
 	if (!place) {
 		snprintf(why, len, "no trampoline place within %s's reach", v->isa->jump_name);
 		return -ENOMEM;

@@ -176,7 +176,9 @@ uint64_t np_plan_reach(const struct np_isa *isa, enum np_jump_form form)
 {
 	/* Relocated branches must still reach their targets from the
 	 * trampoline: keep it well inside the patch's reach (1 MiB for the
-	 * +-2 GiB and +-128 MiB forms, an eighth of jal's +-1 MiB). */
+	 * +-2 GiB and +-128 MiB forms, an eighth of jal's +-1 MiB). The hop
+	 * form's trampoline is reached by the short patch at the hop, a few
+	 * bytes from the site: well inside that margin. */
 	uint64_t reach = form == NP_JUMP_LONG ? 1ull << 31 : isa->jump_reach;
 	uint64_t margin = reach / 8 < (1u << 20) ? reach / 8 : 1u << 20;
 	return reach - margin;
@@ -196,7 +198,17 @@ unsigned np_plan_long_len(const struct np_isa *isa, uint64_t addr)
 
 const char *np_plan_form_name(const struct np_isa *isa, enum np_jump_form form)
 {
+	if (form == NP_JUMP_HOP)
+		return isa->hop_name;
 	return form == NP_JUMP_LONG ? isa->jump_via_name : isa->jump_name;
+}
+
+/* The bytes the jump of this form writes at addr (0: no such form). */
+static unsigned form_len(const struct np_isa *isa, enum np_jump_form form, uint64_t addr)
+{
+	if (form == NP_JUMP_HOP)
+		return isa->emit_hop ? isa->hop_len : 0;
+	return form == NP_JUMP_LONG ? np_plan_long_len(isa, addr) : isa->jump_len;
 }
 
 static int registers(const struct np_fn_view *v, struct np_plan *p)
@@ -214,6 +226,17 @@ static int registers(const struct np_fn_view *v, struct np_plan *p)
 	return 0;
 }
 
+/* The hop form's: over no other region (a region it took in would keep
+ * its own jump in the bytes, or lose a hop of its own), then its hop. */
+static int hop(const struct np_fn_view *v, struct np_plan *p)
+{
+	if (p->form != NP_JUMP_HOP)
+		return 0;
+	if (p->merged)
+		return REFUSE(p, "the bytes a jump to a hop displaces hold another probe's");
+	return np_plan_hop(v, p);
+}
+
 /* The jump at addr, displacing at least [addr, upto) (0: the jump's own
  * bytes); the plan is extended over regions it overlaps until the set is
  * stable. */
@@ -221,15 +244,17 @@ static int plan_from(const struct np_fn_view *v, uint64_t addr, uint64_t upto,
 		     enum np_jump_form form, struct np_plan *p)
 {
 	p->form = form;
-	p->jump_len = form == NP_JUMP_LONG ? np_plan_long_len(v->isa, addr) : v->isa->jump_len;
+	p->jump_len = form_len(v->isa, form, addr);
 	p->via = 0;
+	p->hop = 0;
 	uint64_t need = addr + p->jump_len > upto ? addr + p->jump_len : upto;
 	p->start = addr;
 	p->merged = false;
 	p->no_register = false;
+	p->no_hop = false;
 	p->pun = p->pin = 0;
 	if (!p->jump_len)
-		return REFUSE(p, "the ISA has no long jump form");
+		return REFUSE(p, "the ISA has no %s jump form", form == NP_JUMP_HOP ? "short" : "long");
 	if (in_exclusive(v, addr))
 		return REFUSE(p, "inside an lr/sc sequence: a jump would clear the reservation");
 	if (form == NP_JUMP_LONG)
@@ -243,6 +268,12 @@ static int plan_from(const struct np_fn_view *v, uint64_t addr, uint64_t upto,
 		p->merged |= more;
 		uint64_t grow = need;
 		for (; more; more = region_over(v, r.end + r.pun, p->end, &r)) {
+			if (r.hop)
+				return REFUSE(p, "the bytes at 0x%llx are the hop of another probe's "
+						 "jump", (unsigned long long)r.start);
+			if (r.hop_site)
+				return REFUSE(p, "the jump to a hop at 0x%llx lies in the bytes a jump "
+						 "needs", (unsigned long long)r.start);
 			if (r.forced_trap)
 				return REFUSE(p, "a probe forced to TRAP at 0x%llx lies in the bytes "
 						 "a jump needs", (unsigned long long)r.start);
@@ -250,7 +281,7 @@ static int plan_from(const struct np_fn_view *v, uint64_t addr, uint64_t upto,
 				grow = r.end + r.pun;
 		}
 		if (grow <= p->end)
-			return check_targets(v, p) ?: registers(v, p);
+			return check_targets(v, p) ?: registers(v, p) ?: hop(v, p);
 		need = grow;
 	}
 	return REFUSE(p, "overlapping probes form too long a run of displaced bytes");
@@ -379,9 +410,11 @@ int np_plan_trap(const struct np_fn_view *v, uint64_t addr, struct np_plan *p)
 	p->ninsn = 1;
 	p->merged = false;
 	p->no_register = false;
+	p->no_hop = false;
 	p->pun = p->pin = 0;
 	p->jump_len = 0;
 	p->via = 0;
+	p->hop = 0;
 	if (np_fn_view_decode(v, addr, &p->insn[0]))
 		return REFUSE(p, "cannot decode the instruction at 0x%llx",
 			      (unsigned long long)addr);

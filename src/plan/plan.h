@@ -71,6 +71,10 @@ struct np_plan_region {
 			      * the next instruction's first (np_plan_pun) */
 	bool forced_trap;    /* a breakpoint placed by request: a jump must not
 			      * absorb it */
+	bool hop;            /* [start, end) is another region's hop (hop.c):
+			      * nothing may be placed over it */
+	bool hop_site;       /* a jump to a hop: a jump must not absorb it (its
+			      * hop would be left behind) */
 };
 
 /* What the host knows beyond the function's bytes. Any callback may be
@@ -214,11 +218,13 @@ uint64_t np_fn_view_lands_in(const struct np_fn_view *v, uint64_t lo, uint64_t h
 /* ------------------------------------------------------------------ */
 /* The bytes a patch displaces (plan.c)                                */
 
-/* The two JUMP forms: the short patch (emit_jump, within jump_reach),
- * and on ISAs whose longer jump needs a free register (emit_jump_via:
- * riscv64 auipc+jalr, arm64 adrp+add+br) the long one through a register
- * free at the site. */
-enum np_jump_form { NP_JUMP_SHORT, NP_JUMP_LONG };
+/* The JUMP forms: the short patch (emit_jump, within jump_reach); on
+ * ISAs whose longer jump needs a free register (emit_jump_via: riscv64
+ * auipc+jalr, arm64 adrp+add+br) the long one through a register free at
+ * the site; and on ISAs with a jump shorter than the patch (emit_hop:
+ * x86-64 jmp rel8) that jump to a hop, dead bytes nearby that hold the
+ * short patch to the trampoline (hop.c). */
+enum np_jump_form { NP_JUMP_SHORT, NP_JUMP_LONG, NP_JUMP_HOP };
 
 struct np_plan {
 	uint64_t start, end; /* displaced [start, end) */
@@ -227,10 +233,14 @@ struct np_plan {
 	enum np_jump_form form;
 	unsigned jump_len;    /* JUMP: bytes the patch writes */
 	uint64_t via;         /* JUMP long form: registers free at the site */
+	uint64_t hop;         /* JUMP hop form: where the short patch to the
+			       * trampoline goes, jump_len bytes of the ISA's
+			       * (the hop); 0 otherwise */
 	struct np_reloc_scratch scratch; /* free over the displaced bytes, and
 					  * where the jump back lands */
 	bool merged;      /* it covers regions already in place */
 	bool no_register; /* refused for want of a free register only */
+	bool no_hop;      /* refused for want of a hop in reach only (hop.c) */
 	unsigned pun;     /* bytes of the jump past end, left as they are */
 	unsigned pin;     /* 0, or the jump's bytes from here on must stay the
 			   * code's own (a punned jump, or one replacing it) */
@@ -245,6 +255,10 @@ int np_plan_jump(const struct np_fn_view *v, uint64_t addr, enum np_jump_form fo
  * (np_plan_jump's fallback): 0, or -EOPNOTSUPP with p->why. */
 int np_plan_jump_before(const struct np_fn_view *v, uint64_t addr, enum np_jump_form form,
 			struct np_plan *p);
+/* The hop of p, a plan of the hop form whose bytes are chosen: dead bytes
+ * in reach of its jump, of no other region (hop.c). 0 with p->hop, or
+ * -EOPNOTSUPP with p->why. */
+int np_plan_hop(const struct np_fn_view *v, struct np_plan *p);
 /* The breakpoint at addr: 0, or -EOPNOTSUPP with p->why. */
 int np_plan_trap(const struct np_fn_view *v, uint64_t addr, struct np_plan *p);
 /* The plan p, ending on the call it would displace instead (x86): 0, or
@@ -260,7 +274,8 @@ uint64_t np_plan_chunk_aim(const struct np_isa *isa, uint64_t near);
 uint64_t np_plan_reach(const struct np_isa *isa, enum np_jump_form form);
 /* The long form's length at addr (0: the ISA has none). */
 unsigned np_plan_long_len(const struct np_isa *isa, uint64_t addr);
-/* The name of a jump form on an ISA: "jmp rel32", "auipc+jalr"... */
+/* The name of a jump form on an ISA: "jmp rel32", "auipc+jalr", "jmp
+ * rel8 + hop"... (NULL: the ISA has no such form) */
 const char *np_plan_form_name(const struct np_isa *isa, enum np_jump_form form);
 /* Why no strategy fits the site at pc whatever the plan: it does not
  * decode, the ISA rejects it, or it lies in an exclusive sequence. 0 (in

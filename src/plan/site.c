@@ -7,9 +7,13 @@
  *   JUMP   the short form (emit_jump: x86 jmp rel32, arm64 b, riscv jal);
  *          else, on ISAs whose longer jump needs a register (emit_jump_via:
  *          arm64 adrp+add+br, riscv auipc+jalr), the long form through a
- *          register free at the site. Each is planned (plan.c), then put in
- *          place by the host: the engine allocates the trampoline and
- *          installs it, a file checks it against its model (model.c). A
+ *          register free at the site; else, on ISAs with a jump shorter
+ *          than the patch (emit_hop: x86 jmp rel8), that jump to a hop,
+ *          dead bytes nearby holding the short patch (hop.c), only where
+ *          the short form could not be planned at all. Each is planned
+ *          (plan.c), then put in place by the host: the engine allocates
+ *          the trampoline and installs it, a file checks it against its
+ *          model (model.c). A
  *          jump at the site that cannot be put in place is tried from the
  *          instruction before, as one that cannot be planned is.
  *   TRAP   one breakpoint: simulated when the class says so, else the
@@ -168,6 +172,19 @@ int np_plan_site(struct np_fn_view *v, uint64_t pc, enum np_plan_want want,
 			snprintf(s->why, sizeof(s->why), "%s", s->plan.why);
 			if (strcmp(first, s->plan.why))
 				add_why(s, first);
+		}
+		/* no room for the short form's bytes: a shorter jump to a hop */
+		if (v->isa->emit_hop && err == -EOPNOTSUPP) {
+			err = try_jump(v, pc, NP_JUMP_HOP, r, s);
+			if (!err) {
+				s->kind = NP_SITE_JUMP;
+				s->why[0] = '\0';
+				return 0;
+			}
+			/* what the hop form adds to the reason: no hop (where it
+			 * fails as the short form did, nothing new) */
+			if (s->plan.no_hop)
+				add_why(s, s->plan.why);
 		}
 		if (want == NP_WANT_JUMP)
 			return err;

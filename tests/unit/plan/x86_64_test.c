@@ -59,7 +59,8 @@ TEST(x86_a_neighbours_branch_into_the_displaced_bytes_makes_the_site_trap)
 	h.targets[h.ntargets++] = BASE + 4;
 	plan_frame(&h, BASE, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* push is simulated */
-	CHECK_STR(s.why, "a branch lands at 0x400004, inside the displaced bytes");
+	CHECK_STR(s.why, "a branch lands at 0x400004, inside the displaced bytes"
+			 "; no hop within reach: no run of padding after a jump or return long enough");
 }
 
 static const uint8_t tiny_padded[] = {
@@ -119,7 +120,7 @@ TEST(x86_filler_a_branch_lands_on_is_not_patched_over)
 	CHECK_EQ(plan_code(&h, BASE + 5, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
 	CHECK_STR(s.why, "a branch lands at 0x400003, in the filler after the jump or return at "
-			 "0x400002");
+			 "0x400002; no hop within reach: no run of padding after a jump or return long enough");
 }
 
 static const uint8_t ret_then_ud2_then_switch[] = {
@@ -161,7 +162,8 @@ TEST(x86_filler_is_never_a_site_the_jump_before_covers)
 		  BASE + 7, 0);
 	CHECK_EQ(fake_site(&v, BASE + 7, &near, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* the nop is simulated */
-	CHECK_STR(s.why, "a branch lands at 0x40000a, inside the displaced bytes");
+	CHECK_STR(s.why, "a branch lands at 0x40000a, inside the displaced bytes"
+			 "; no hop within reach: no run of padding after a jump or return long enough");
 	np_fn_view_free(&v);
 }
 
@@ -221,7 +223,8 @@ TEST(x86_the_functions_own_branch_into_the_displaced_bytes_makes_the_site_trap)
 	fake_view(&v, ISA, &h, BASE + sizeof(loop), BASE + sizeof(loop), true, BASE, 0);
 	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
-	CHECK_STR(s.why, "a branch lands at 0x400002, inside the displaced bytes");
+	CHECK_STR(s.why, "a branch lands at 0x400002, inside the displaced bytes"
+			 "; no hop within reach: no run of padding after a jump or return long enough");
 	CHECK_EQ(s.place, near.above); /* the copy's slot */
 	np_fn_view_free(&v);
 }
@@ -273,7 +276,7 @@ TEST(x86_a_neighbours_branch_onto_the_site_refuses_the_jump_from_the_instruction
 	plan_onto(&h, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* pop is simulated */
 	CHECK_STR(s.why, "a jump or return at 0x40000b is followed by code the patch would "
-			 "overwrite");
+			 "overwrite; no hop within reach: no run of padding after a jump or return long enough");
 }
 
 static const uint8_t rejected[] = {
@@ -303,7 +306,7 @@ TEST(x86_a_jump_absorbs_the_regions_it_overlaps)
 	struct np_site_plan s;
 	fake_host_init(&h, BASE, frame, sizeof(frame));
 	/* a jump placed at +4 covers sub and mov, to +10 */
-	h.regions[h.nregions++] = (struct np_plan_region){BASE + 4, BASE + 10, 0, false};
+	h.regions[h.nregions++] = (struct np_plan_region){.start = BASE + 4, .end = BASE + 10};
 	plan_frame(&h, BASE, &s);
 	CHECK_EQ(s.kind, NP_SITE_JUMP);
 	CHECK(s.plan.merged);
@@ -316,10 +319,12 @@ TEST(x86_a_breakpoint_placed_by_request_is_never_absorbed)
 	struct fake_host h;
 	struct np_site_plan s;
 	fake_host_init(&h, BASE, frame, sizeof(frame));
-	h.regions[h.nregions++] = (struct np_plan_region){BASE + 4, BASE + 8, 0, true};
+	h.regions[h.nregions++] =
+		(struct np_plan_region){.start = BASE + 4, .end = BASE + 8, .forced_trap = true};
 	plan_frame(&h, BASE, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
-	CHECK_STR(s.why, "a probe forced to TRAP at 0x400004 lies in the bytes a jump needs");
+	CHECK_STR(s.why, "a probe forced to TRAP at 0x400004 lies in the bytes a jump needs"
+			 "; no hop within reach: no run of padding after a jump or return long enough");
 }
 
 static const uint8_t pun[] = {
@@ -488,14 +493,23 @@ TEST(x86_a_tail_call_through_a_loaded_pointer_lands_where_pointers_point)
 }
 
 /* A pointer the module holds to the je (a label some code may jump to)
- * keeps the jump from displacing it. */
-TEST(x86_a_pointer_the_module_holds_into_the_bytes_refuses_the_jump)
+ * keeps the 5-byte jump from displacing it; a jmp rel8 displaces the test
+ * alone, and its hop is the nopw after the tail call, dead: nothing falls
+ * into it, no branch or held pointer lands in it, and the tail call's
+ * target is a loaded pointer (docs/design.md, "Hops"). */
+TEST(x86_a_pointer_the_module_holds_into_the_bytes_leaves_them_to_a_hop)
 {
 	struct fake_host h;
 	struct np_site_plan s;
 	CHECK_EQ(plan_mutex(&h, true, BASE + 3, &s), 0);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_HOP);
+	CHECK_EQ(s.plan.end, BASE + 3); /* the test only: the je stays */
+	CHECK_EQ(s.plan.jump_len, 2);
+	CHECK_EQ(s.plan.hop, BASE + 18);
+	/* the pointers unknown, the tail call may land in the nopw: no hop */
+	CHECK_EQ(plan_mutex(&h, false, BASE + 3, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
-	CHECK_STR(s.why, "a branch lands at 0x400003, inside the displaced bytes");
 }
 
 static const uint8_t loaded_joined[] = {
