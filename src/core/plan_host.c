@@ -39,12 +39,28 @@ static bool put_original(struct np_region *r, void *cookie)
 	return false;
 }
 
+/* A hop's original bytes (jump_len of them), where they overlap o. */
+static void put_hop_original(struct overlay *o)
+{
+	uint64_t at = o->addr, end = o->addr + o->len;
+	struct np_region *r;
+	while (at < end && (r = np_region_hop_over(at, end))) {
+		uint64_t hop_end = r->hop + np_host_isa->jump_len;
+		uint64_t lo = r->hop > at ? r->hop : at;
+		uint64_t hi = hop_end < end ? hop_end : end;
+		memcpy(o->buf + (lo - o->addr), r->hop_orig + (lo - r->hop), hi - lo);
+		at = hi;
+	}
+}
+
 int np_read_original(uint64_t addr, uint8_t *buf, size_t len)
 {
 	int err = np_code_read(addr, buf, len);
 	if (err)
 		return err;
-	np_region_each(addr, addr + len, put_original, &(struct overlay){addr, buf, len});
+	struct overlay o = {addr, buf, len};
+	np_region_each(addr, addr + len, put_original, &o);
+	put_hop_original(&o);
 	return 0;
 }
 
@@ -57,11 +73,18 @@ static int read_original(void *cookie, uint64_t addr, void *dst, size_t len)
 static bool region_over(void *cookie, uint64_t start, uint64_t end, struct np_plan_region *out)
 {
 	(void)cookie;
-	struct np_region *r = np_region_overlapping(start, end);
+	struct np_region *r = np_region_hop_over(start, end);
+	if (r) { /* nothing may be placed over a hop */
+		*out = (struct np_plan_region){r->hop, r->hop + np_host_isa->jump_len, 0, false, true,
+					       false};
+		return true;
+	}
+	r = np_region_overlapping(start, end);
 	if (!r)
 		return false;
 	*out = (struct np_plan_region){r->start, r->end, r->pun,
-				       r->strategy == NP_STRATEGY_TRAP && r->forced};
+				       r->strategy == NP_STRATEGY_TRAP && r->forced, false,
+				       r->hop != 0};
 	return true;
 }
 

@@ -10,6 +10,13 @@
  * retired. Threads still inside the old one finish there: it still jumps
  * back to the same end address. A TRAP region is one instruction under a
  * breakpoint; its out-of-line copy never changes.
+ *
+ * A JUMP of the hop form (src/plan/hop.c) writes two things: the jump to
+ * the trampoline at its hop, dead bytes nearby, first; then the short jump
+ * to the hop at its start. Re-pointed, only the hop's jump changes. Removed,
+ * the start first, then the hop (region_write.c, np_restore_hop). It is
+ * never batched (its two writes are ordered), nor absorbed by another
+ * region (the planner refuses: its hop would stay behind).
  */
 #include "core/batch.h"
 #include "core/code_write.h"
@@ -150,8 +157,9 @@ static uint64_t jump_target(const struct np_region *r)
 static int jump_bytes(const struct np_region *r, uint8_t *jmp)
 {
 	uint64_t to = jump_target(r);
-	int err = r->jump_via ? np_host_isa->emit_jump_via(jmp, 16, r->start, to, r->jump_via)
-			      : np_host_isa->emit_jump(jmp, r->start, to);
+	int err = r->hop       ? np_host_isa->emit_hop(jmp, r->start, r->hop)
+		  : r->jump_via ? np_host_isa->emit_jump_via(jmp, 16, r->start, to, r->jump_via)
+				: np_host_isa->emit_jump(jmp, r->start, to);
 	if (err < 0)
 		return err;
 	/* The long form's emitter takes the short jump when the trampoline
@@ -182,6 +190,45 @@ static bool furthest_patch(struct np_region *o, void *cookie)
 	return false;
 }
 
+/* Does the code at r's start hold these bytes? */
+static bool code_holds(const struct np_region *r, const uint8_t *bytes, size_t len)
+{
+	uint8_t now[sizeof(r->patch)];
+	return len <= sizeof(now) && np_code_read(r->start, now, len) == 0 &&
+	       memcmp(now, bytes, len) == 0;
+}
+
+/* The hop form: the hop's jump to r's (new) trampoline, then, the first
+ * time, the short jump to the hop. A jump to the hop that cannot go in
+ * leaves the hop as it was: nothing reached it. */
+static int patch_hop_jump(struct np_region *r, const uint8_t *jmp, bool move_threads)
+{
+	uint8_t hop[16];
+	int err = np_host_isa->emit_jump(hop, r->hop, jump_target(r));
+	if (err < 0)
+		return err;
+	np_batch_flush();
+	/* a thread at the hop meeting its breakpoint, or at the start meeting
+	 * its own, goes to the trampoline, written before the table leads there */
+	if ((err = np_codemem_flush()) || (err = np_trap_table_put(r->start, r)) ||
+	    (err = np_trap_table_put(r->hop, r)))
+		goto out;
+	bool placed = code_holds(r, jmp, r->jump_len);
+	if ((err = np_patch_hop(r, hop)))
+		goto out;
+	if (!placed && (err = np_patch_region(r, jmp, r->jump_len, move_threads))) {
+		np_code_write(r->hop, r->hop_orig, np_host_isa->jump_len);
+		np_sync_cores();
+		goto out;
+	}
+	memcpy(r->patch, jmp, r->jump_len);
+	r->jumps_to = jump_target(r);
+out:
+	np_trap_table_drop(r->hop);
+	np_trap_table_drop(r->start);
+	return err;
+}
+
 /* Point the jump at r's (new) trampoline, now: what a batch queued goes
  * in first. */
 static int patch_jump(struct np_region *r, bool move_threads)
@@ -190,6 +237,8 @@ static int patch_jump(struct np_region *r, bool move_threads)
 	int err = jump_bytes(r, jmp);
 	if (err < 0)
 		return err;
+	if (r->hop)
+		return patch_hop_jump(r, jmp, move_threads);
 	/* A region r absorbs may have its jump past r's (riscv: a jal at +2
 	 * under one at +0). Those bytes go back to the original with r's
 	 * jump: a thread still in an old trampoline of a region at r's start
@@ -288,7 +337,9 @@ static struct np_region *region_from_plan(const struct np_plan *p, enum np_strat
 	r->jump_len = s == NP_STRATEGY_JUMP ? p->jump_len : 0;
 	r->jump_via = s == NP_STRATEGY_JUMP ? p->via : 0;
 	r->scratch = p->scratch;
-	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start)) {
+	r->hop = s == NP_STRATEGY_JUMP && p->form == NP_JUMP_HOP ? p->hop : 0;
+	if (np_read_original(r->start, r->orig, r->end + r->pun - r->start) ||
+	    (r->hop && np_read_original(r->hop, r->hop_orig, np_host_isa->jump_len))) {
 		free(r);
 		return NULL;
 	}
@@ -311,7 +362,7 @@ static int install_jump(const struct np_plan *p, bool forced)
 	if (!err) {
 		/* link first: np_read_original must see r's bytes from now on */
 		err = np_region_link(r);
-		if (!err && np_batch_active() && !absorbs)
+		if (!err && np_batch_active() && !absorbs && !r->hop)
 			err = queue_jump(r);
 		else if (!err)
 			err = patch_jump(r, r->ninsn > 1 || absorbs);
@@ -496,8 +547,21 @@ static int unpun(struct np_region *r, struct np_site *site, struct np_probe *pro
 	return err;
 }
 
+/* Bytes nothing may be placed on: another region's hop. */
+static int in_hop(uint64_t addr, const char *who)
+{
+	struct np_region *r = np_region_hop_over(addr, addr + 1);
+	if (!r)
+		return 0;
+	np_logf(NP_LOG_ERROR, "probe '%s': 0x%llx lies in the hop of the JUMP probe at 0x%llx", who,
+		(unsigned long long)addr, (unsigned long long)r->start);
+	return -EBUSY;
+}
+
 int np_region_place(struct np_site *site, struct np_probe *probe, const char *who)
 {
+	if (in_hop(site->addr, who))
+		return -EBUSY;
 	struct np_region *r = np_region_find(site->addr);
 	if (r && r->pun && site->addr >= r->end)
 		return unpun(r, site, probe, who);
@@ -523,7 +587,7 @@ int np_region_place(struct np_site *site, struct np_probe *probe, const char *wh
 int np_region_place_trap(struct np_site *site, struct np_probe *probe, const char *who)
 {
 	struct np_fn_view v;
-	if (np_region_find(site->addr))
+	if (np_region_find(site->addr) || np_region_hop_over(site->addr, site->addr + 1))
 		return -EBUSY; /* another region took the address meanwhile */
 	int err = np_live_view_load(&v, site->addr, probe->func_start, probe->func_size);
 	if (!err)
@@ -603,6 +667,25 @@ static bool still_patched(const struct np_region *r)
 	return np_code_read(r->start, now, len) == 0 && memcmp(now, r->patch, len) == 0;
 }
 
+/* A hop that could not be restored (a thread stayed at it, in a signal
+ * handler of its own that interrupted it there): its jump goes to the
+ * site instead, where the original code is back, which is right for that
+ * thread whenever it goes on, and the hop stays, its bytes kept from
+ * every other plan (the region stays in the hop index alone). */
+static void leave_hop(struct np_region *r)
+{
+	uint8_t jmp[16];
+	np_logf(NP_LOG_WARN, "0x%llx: a thread stays at the hop 0x%llx; it is left jumping back "
+			     "to the site", (unsigned long long)r->start, (unsigned long long)r->hop);
+	if (np_host_isa->emit_jump(jmp, r->hop, r->start) > 0 && !np_trap_table_put(r->hop, r)) {
+		np_patch_hop(r, jmp);
+		np_trap_table_drop(r->hop);
+	}
+	np_trap_table_move(r, NULL);
+	np_region_unlink_start(r);
+	np_codemem_retire(r->tramp, r->tramp_cap);
+}
+
 static int remove_region(struct np_region *r)
 {
 	int err = 0;
@@ -611,7 +694,7 @@ static int remove_region(struct np_region *r)
 				    "dropping the probe without restoring", (unsigned long long)r->start);
 		goto gone;
 	}
-	if (np_batch_active()) /* restored with the batch's other regions */
+	if (np_batch_active() && !r->hop) /* restored with the batch's other regions */
 		return np_batch_remove(r, patch_len(r));
 	np_batch_flush();
 	err = np_trap_table_put(r->start, r);
@@ -622,6 +705,10 @@ static int remove_region(struct np_region *r)
 		if (r->strategy == NP_STRATEGY_JUMP)
 			np_trap_table_drop(r->start);
 		return err;
+	}
+	if (r->hop && np_restore_hop(r)) {
+		leave_hop(r);
+		return 0;
 	}
 gone:
 	np_trap_table_move(r, NULL); /* its start and what it absorbed */

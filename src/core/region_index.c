@@ -11,6 +11,10 @@
  * at a handful of buckets whatever the number of regions. Buckets keep
  * their regions in the order they were added and are never freed (a
  * program's code spans a bounded number of pages).
+ *
+ * A region of the hop form (src/plan/hop.c) owns a second run of bytes,
+ * its hop, away from its start: it is kept a second time, by the hop's
+ * page, in a table of its own, which np_region_hop_over asks.
  */
 
 #include <errno.h>
@@ -18,6 +22,7 @@
 #include <string.h>
 
 #include "core/site.h"
+#include "host/host.h"
 #include "host/layout.h"
 
 #define PAGE_SHIFT 12
@@ -31,11 +36,11 @@ struct bucket {
 	struct bucket *next;
 };
 
-static struct bucket *heads[NHEADS];
+static struct bucket *heads[NHEADS], *hop_heads[NHEADS];
 
-static struct bucket *bucket_of(uint64_t page, bool create)
+static struct bucket *bucket_in(struct bucket **table, uint64_t page, bool create)
 {
-	struct bucket **pp = &heads[(page ^ (page >> 10)) % NHEADS];
+	struct bucket **pp = &table[(page ^ (page >> 10)) % NHEADS];
 	for (struct bucket *b = *pp; b; b = b->next)
 		if (b->page == page)
 			return b;
@@ -48,9 +53,13 @@ static struct bucket *bucket_of(uint64_t page, bool create)
 	return b;
 }
 
-int np_region_link(struct np_region *r)
+static struct bucket *bucket_of(uint64_t page, bool create)
 {
-	struct bucket *b = bucket_of(r->start >> PAGE_SHIFT, true);
+	return bucket_in(heads, page, create);
+}
+
+static int add_to(struct bucket *b, struct np_region *r)
+{
 	if (!b)
 		return -ENOMEM;
 	if (b->n == b->cap) {
@@ -64,15 +73,51 @@ int np_region_link(struct np_region *r)
 	return 0;
 }
 
-void np_region_unlink(struct np_region *r)
+static void drop_from(struct bucket *b, struct np_region *r)
 {
-	struct bucket *b = bucket_of(r->start >> PAGE_SHIFT, false);
 	for (size_t i = 0; b && i < b->n; i++)
 		if (b->v[i] == r) {
 			memmove(&b->v[i], &b->v[i + 1], (b->n - i - 1) * sizeof(*b->v));
 			b->n--;
 			return;
 		}
+}
+
+int np_region_link(struct np_region *r)
+{
+	int err = add_to(bucket_of(r->start >> PAGE_SHIFT, true), r);
+	if (!err && r->hop && (err = add_to(bucket_in(hop_heads, r->hop >> PAGE_SHIFT, true), r)))
+		drop_from(bucket_of(r->start >> PAGE_SHIFT, false), r);
+	return err;
+}
+
+void np_region_unlink(struct np_region *r)
+{
+	drop_from(bucket_of(r->start >> PAGE_SHIFT, false), r);
+	if (r->hop)
+		drop_from(bucket_in(hop_heads, r->hop >> PAGE_SHIFT, false), r);
+}
+
+void np_region_unlink_start(struct np_region *r)
+{
+	drop_from(bucket_of(r->start >> PAGE_SHIFT, false), r);
+}
+
+/* A hop is jump_len bytes, less than a page: it lies in the page of its
+ * first byte or of its last. */
+struct np_region *np_region_hop_over(uint64_t lo, uint64_t hi)
+{
+	unsigned len = np_host_isa->jump_len;
+	if (hi <= lo)
+		return NULL;
+	for (uint64_t page = (lo > len ? lo - len : 0) >> PAGE_SHIFT;
+	     page <= (hi - 1) >> PAGE_SHIFT; page++) {
+		struct bucket *b = bucket_in(hop_heads, page, false);
+		for (size_t i = 0; b && i < b->n; i++)
+			if (b->v[i]->hop < hi && b->v[i]->hop + len > lo)
+				return b->v[i];
+	}
+	return NULL;
 }
 
 bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, void *cookie),

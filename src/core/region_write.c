@@ -162,3 +162,62 @@ int np_patch_region(struct np_region *r, const uint8_t *bytes, size_t len, bool 
 		return patch_stopped(r, bytes, len);
 	return write_bp_first(r, bytes, len, move_threads);
 }
+
+/*
+ * A hop (src/plan/hop.c): the jump to the trampoline, jump_len bytes the
+ * program never runs, where the region's short jump at its start leads.
+ * Written before that jump goes in and after it is re-pointed: dead bytes
+ * then, where no thread is; later a jump in place that a thread having
+ * taken the short jump may be about to run (at its first byte, never
+ * inside: it is one instruction). So breakpoint first all the same; a
+ * thread meeting the breakpoint is sent on by the trap handler, through
+ * the entry the caller put at the hop, to the region's trampoline (trap.c,
+ * np_trap_block: block 0).
+ */
+int np_patch_hop(struct np_region *r, const uint8_t *bytes)
+{
+	uint8_t trap[16];
+	size_t tl = np_host_isa->trap_len, len = np_host_isa->jump_len;
+	int err;
+
+	np_host_isa->emit_trap(trap);
+	if ((err = np_code_write(r->hop, trap, tl)))
+		return err;
+	np_sync_cores();
+	if ((err = np_code_write(r->hop + tl, bytes + tl, len - tl)))
+		return err;
+	np_sync_cores();
+	if ((err = np_code_write(r->hop, bytes, tl)))
+		return err;
+	np_sync_cores();
+	return 0;
+}
+
+/* A thread at the hop has taken the short jump but run none of the
+ * displaced instructions: the site, holding them again, is where it goes. */
+static uint64_t hop_to_site(void *cookie, uint64_t pc)
+{
+	const struct np_region *r = cookie;
+	return pc == r->hop ? r->start : pc;
+}
+
+/*
+ * The hop's original bytes back, once the short jump to it is gone (the
+ * region's start restored and every core serialised): no thread can take
+ * that jump any more, but one that took it before may wait at the hop's
+ * first byte. It is moved to the site (np_threads_move_out moves the pcs
+ * strictly inside its range: one byte before the hop makes the hop's
+ * first byte one of them); then nothing is at the hop or on its way
+ * there, and the padding goes back as plain bytes.
+ */
+int np_restore_hop(struct np_region *r)
+{
+	size_t len = np_host_isa->jump_len;
+	int err = np_threads_move_out(r->hop - 1, r->hop + len, hop_to_site, r, NULL);
+	if (err)
+		return err;
+	if ((err = np_code_write(r->hop, r->hop_orig, len)))
+		return err;
+	np_sync_cores();
+	return 0;
+}

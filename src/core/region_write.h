@@ -21,5 +21,13 @@ int np_patch_region(struct np_region *region, const uint8_t *bytes, size_t len, 
  * trampoline lands on? Such a patch is written with the other threads
  * stopped, once none is on that way (np_threads_stop_clear). */
 bool np_patch_lands_inside(const struct np_region *region, const uint8_t *bytes, size_t len);
+/* A region's hop (src/plan/hop.c): its jump to the trampoline, bytes
+ * (the ISA's jump_len) written breakpoint first at region->hop, with a
+ * trap table entry there (the caller's); and the original bytes back once
+ * the region's start holds its own code again, a thread waiting at the
+ * hop moved to the site. 0, or -EAGAIN (a thread could not be moved) or
+ * -errno; engine lock held. */
+int np_patch_hop(struct np_region *region, const uint8_t *bytes);
+int np_restore_hop(struct np_region *region);
 
 #endif

@@ -188,6 +188,11 @@ struct np_region {
 	unsigned jump_len;
 	uint64_t jump_via;
 	uint64_t jumps_to;            /* where the patch in place jumps, 0: none */
+	/* JUMP of the hop form (src/plan/hop.c): the patch at start jumps to
+	 * hop, dead bytes where the jump to the trampoline (jump_len bytes of
+	 * the ISA's short form) is written; 0: none. */
+	uint64_t hop;
+	uint8_t hop_orig[8];          /* their original bytes */
 	struct np_reloc_scratch scratch; /* what relocated code may clobber */
 	struct np_site *sites[NP_MAX_REGION_INSNS]; /* per insn, or NULL */
 };
