@@ -57,7 +57,8 @@ struct an_opts {
 
 struct an_stats {
 	size_t functions, sites, entries;
-	size_t kind[AN_NKINDS], jump_short, one_free, one_free_plain, both_free, entries_free;
+	size_t kind[AN_NKINDS], jump_short, jump_hop, one_free, one_free_plain, both_free;
+	size_t entries_free;
 	/* first instructions of code entered mid-frame (a .cold part, _start):
 	 * no call enters them, so they are not counted as entries */
 	size_t fragments, fragments_free;
@@ -201,6 +202,7 @@ static void count_site(struct an_stats *st, const struct an_site *s, const struc
 	st->sites++;
 	st->kind[s->p.kind]++;
 	st->jump_short += s->p.kind == NP_SITE_JUMP && s->p.plan.form == NP_JUMP_SHORT;
+	st->jump_hop += s->p.kind == NP_SITE_JUMP && s->p.plan.form == NP_JUMP_HOP;
 	st->trap_back += s->p.trap_back;
 	st->one_free += s->free_in != 0;
 	st->one_free_plain += s->free_plain != 0;
@@ -230,7 +232,7 @@ static int by_count(const void *a, const void *b)
 
 static void print_summary_text(const char *path, const struct np_isa *isa, struct an_stats *st)
 {
-	size_t jl = st->kind[NP_SITE_JUMP] - st->jump_short;
+	size_t jl = st->kind[NP_SITE_JUMP] - st->jump_short - st->jump_hop;
 	bool regs = isa->reg_use != NULL;
 
 	printf("\n%s: %s, %zu functions, %zu instruction sites, %zu function entries\n", path,
@@ -256,6 +258,11 @@ static void print_summary_text(const char *path, const struct np_isa *isa, struc
 		char label[64];
 		snprintf(label, sizeof(label), "  JUMP, %s (a free register)", isa->jump_via_name);
 		printf("  %-40s %9zu %7.1f%%\n", label, jl, pct(jl, st->sites));
+	}
+	if (isa->emit_hop) {
+		char label[64];
+		snprintf(label, sizeof(label), "  JUMP, %s", isa->hop_name);
+		printf("  %-40s %9zu %7.1f%%\n", label, st->jump_hop, pct(st->jump_hop, st->sites));
 	}
 	printf("  %-40s %9zu %7.1f%%\n", "TRAP simulated", st->kind[NP_SITE_TRAP_SIM],
 	       pct(st->kind[NP_SITE_TRAP_SIM], st->sites));
@@ -295,10 +302,12 @@ static void print_summary_json(const char *path, const struct np_isa *isa,
 	quote_json(stdout, path);
 	printf(",\"arch\":\"%s\",\"functions\":%zu,\"sites\":%zu,\"entries\":%zu,\"counts\":{",
 	       isa->name, st->functions, st->sites, st->entries);
-	printf("\"jump\":%zu,\"jump_short\":%zu,\"jump_long\":%zu,\"trap_simulated\":%zu,"
+	printf("\"jump\":%zu,\"jump_short\":%zu,\"jump_long\":%zu,\"jump_hop\":%zu,"
+	       "\"trap_simulated\":%zu,"
 	       "\"trap_out_of_line\":%zu,\"rejected\":%zu,\"entries_trap_free\":%zu,"
 	       "\"trap_back\":%zu,\"fragments\":%zu,\"fragments_trap_free\":%zu",
-	       st->kind[NP_SITE_JUMP], st->jump_short, st->kind[NP_SITE_JUMP] - st->jump_short,
+	       st->kind[NP_SITE_JUMP], st->jump_short,
+	       st->kind[NP_SITE_JUMP] - st->jump_short - st->jump_hop, st->jump_hop,
 	       st->kind[NP_SITE_TRAP_SIM], st->kind[NP_SITE_TRAP_OOL], st->kind[NP_SITE_REFUSED], st->entries_free,
 	       st->trap_back, st->fragments, st->fragments_free);
 	if (regs)

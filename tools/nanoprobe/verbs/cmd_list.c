@@ -238,6 +238,12 @@ static void print_row(struct plan_file *pf, struct np_fn_view *v, const struct l
 	char bytes[3 * 16] = "";
 	plan_file_site(pf, v, r->pc, &s);
 	const char *why = s.kind == NP_SITE_JUMP ? "" : s.why;
+	char form[64] = ""; /* a jump to a hop says where the hop is */
+	if (s.kind == NP_SITE_JUMP && s.plan.form == NP_JUMP_HOP)
+		snprintf(form, sizeof(form), "%s 0x%" PRIx64,
+			 np_plan_form_name(l->isa, s.plan.form), s.plan.hop);
+	if (form[0])
+		why = form;
 	for (unsigned i = 0, n = 0; i < r->len && i < 16; i++)
 		n += (unsigned)sprintf(bytes + n, i ? " %02x" : "%02x", l->code[r->pc - l->addr + i]);
 	if (!json) {
@@ -250,10 +256,16 @@ static void print_row(struct plan_file *pf, struct np_fn_view *v, const struct l
 	       r->pc, bytes);
 	quote_json(stdout, r->text);
 	printf(",\"strategy\":\"%s\",\"reason\":", strategy_json[s.kind]);
-	if (why[0])
+	if (why[0] && !form[0])
 		quote_json(stdout, why);
 	else
 		printf("null");
+	if (s.kind == NP_SITE_JUMP) {
+		printf(",\"form\":");
+		quote_json(stdout, np_plan_form_name(l->isa, s.plan.form));
+	}
+	if (form[0])
+		printf(",\"hop\":\"0x%" PRIx64 "\"", s.plan.hop);
 	printf("}\n");
 }
 
