@@ -358,6 +358,205 @@ TEST(x86_a_jump_ending_on_a_call_4_bytes_in_ends_on_its_first_byte)
 	np_fn_view_free(&v);
 }
 
+/* ---- jumps to a hop (src/plan/hop.c) ----------------------------------
+ * glibc's __memmove_avx_unaligned_erms in small: mempcpy (a neighbour)
+ * jumps to +3, so no jmp rel32 fits at +0; a jmp rel8 displaces the mov
+ * alone and goes to the nopl after the ret, where the jmp rel32 goes. */
+static const uint8_t memmove_like[] = {
+	0x48, 0x89, 0xf8,             /* +0  mov %rdi,%rax */
+	0x48, 0x83, 0xfe, 0x20,       /* +3  cmp $0x20,%rsi: the neighbour's target */
+	0x72, 0x09,                   /* +7  jb +18 */
+	0x48, 0x01, 0xf0,             /* +9  add %rsi,%rax */
+	0xc3,                         /* +12 ret */
+	0x0f, 0x1f, 0x44, 0x00, 0x00, /* +13 nopl 0x0(%rax,%rax,1): the hop */
+	0x48, 0x29, 0xf0,             /* +18 sub %rsi,%rax */
+	0xc3,                         /* +21 ret */
+};
+
+static void plan_memmove(struct fake_host *h, struct np_site_plan *s)
+{
+	struct np_fn_view v;
+	fake_view(&v, ISA, h, BASE + sizeof(memmove_like), BASE + sizeof(memmove_like), true, BASE,
+		  0);
+	fake_site(&v, BASE, &near, s);
+	np_fn_view_free(&v);
+}
+
+static void memmove_host(struct fake_host *h)
+{
+	fake_host_init(h, BASE, memmove_like, sizeof(memmove_like));
+	h->targets[h->ntargets++] = BASE + 3;
+}
+
+TEST(x86_a_memmove_entry_jumps_to_a_hop_in_the_padding_after_its_ret)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	uint8_t jmp[2];
+	memmove_host(&h);
+	plan_memmove(&h, &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_HOP);
+	CHECK_STR(np_plan_form_name(ISA, s.plan.form), "jmp rel8 + hop");
+	CHECK_EQ(s.plan.jump_len, 2);
+	CHECK_EQ(s.plan.start, BASE);
+	CHECK_EQ(s.plan.end, BASE + 3); /* the mov alone: +3 stays */
+	CHECK_EQ(s.plan.ninsn, 1);
+	CHECK_EQ(s.plan.hop, BASE + 13);
+	CHECK_EQ(s.place, near.above); /* the trampoline, as the short form's */
+	CHECK_STR(s.why, "");
+	CHECK_EQ(ISA->emit_hop(jmp, BASE, BASE + 13), 2);
+	CHECK_EQ(jmp[0], 0xeb); /* jmp +13 */
+	CHECK_EQ(jmp[1], 11);
+	CHECK_EQ(ISA->emit_hop(jmp, BASE, BASE + 2 + 128), -ERANGE);
+	CHECK_EQ(ISA->emit_hop(jmp, BASE + 200, BASE + 200 + 2 - 128), 2);
+	CHECK_EQ(ISA->emit_hop(jmp, BASE + 200, BASE + 200 + 2 - 129), -ERANGE);
+}
+
+/* Only where the short form cannot be planned. */
+TEST(x86_the_short_form_wins_where_it_fits)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, memmove_like, sizeof(memmove_like)); /* no neighbour */
+	plan_memmove(&h, &s);
+	CHECK_EQ(s.kind, NP_SITE_JUMP);
+	CHECK_EQ(s.plan.form, NP_JUMP_SHORT);
+	CHECK_EQ(s.plan.hop, 0);
+}
+
+/* A branch that lands anywhere from the padding's first byte to the hop's
+ * last: the padding runs, so no hop (every byte of it tried). */
+TEST(x86_no_hop_where_a_branch_lands_in_the_padding)
+{
+	for (uint64_t at = 13; at < 18; at++) {
+		struct fake_host h;
+		struct np_site_plan s;
+		memmove_host(&h);
+		h.targets[h.ntargets++] = BASE + at;
+		plan_memmove(&h, &s);
+		CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+		CHECK(strstr(s.why, "; no hop within reach: a branch lands in the padding") != NULL);
+	}
+}
+
+/* A code pointer the module holds into the padding, where a jump of the
+ * function is resolved by them (an indirect jump may land there). */
+TEST(x86_no_hop_where_a_held_pointer_points_in_the_padding)
+{
+	static const uint8_t tail_call[] = {
+		0x48, 0x89, 0xf8,                         /* +0  mov %rdi,%rax */
+		0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, /* +3  mov 0x1000(%rip),%rax */
+		0xff, 0xe0,                               /* +10 jmp *%rax */
+		0x0f, 0x1f, 0x44, 0x00, 0x00,             /* +12 nopl: the only padding */
+		0xc3,                                     /* +17 ret */
+	};
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	for (int pointed = 0; pointed < 2; pointed++) {
+		fake_host_init(&h, BASE, tail_call, sizeof(tail_call));
+		h.targets[h.ntargets++] = BASE + 3;
+		h.held_known = true;
+		if (pointed)
+			h.held[h.nheld++] = BASE + 14;
+		fake_view(&v, ISA, &h, BASE + sizeof(tail_call), BASE + sizeof(tail_call), true,
+			  BASE, 0);
+		fake_site(&v, BASE, &near, &s);
+		CHECK_EQ(s.kind, pointed ? NP_SITE_TRAP_SIM : NP_SITE_JUMP);
+		CHECK_EQ(s.plan.hop, pointed ? 0 : BASE + 12);
+		np_fn_view_free(&v);
+	}
+}
+
+/* Filler after a conditional branch runs (it falls through). */
+TEST(x86_no_hop_in_padding_that_a_conditional_branch_falls_into)
+{
+	static const uint8_t falls[] = {
+		0x48, 0x89, 0xf8,             /* +0  mov %rdi,%rax */
+		0x48, 0x83, 0xfe, 0x20,       /* +3  cmp $0x20,%rsi */
+		0x73, 0x08,                   /* +7  jae +17 */
+		0x0f, 0x1f, 0x44, 0x00, 0x00, /* +9  nopl: run */
+		0x48, 0x29, 0xf0,             /* +14 sub %rsi,%rax */
+		0xc3,                         /* +17 ret */
+	};
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, falls, sizeof(falls));
+	h.targets[h.ntargets++] = BASE + 3;
+	fake_view(&v, ISA, &h, BASE + sizeof(falls), BASE + sizeof(falls), true, BASE, 0);
+	fake_site(&v, BASE, &near, &s);
+	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+	CHECK_STR(s.why, "a branch lands at 0x400003, inside the displaced bytes; no hop within "
+			 "reach: no run of padding after a jump or return long enough");
+	np_fn_view_free(&v);
+}
+
+/* A hop serves one region: one in place over the padding (another's hop,
+ * or bytes it displaces) leaves none; and nothing absorbs a hop. */
+TEST(x86_a_hop_is_never_shared_nor_absorbed)
+{
+	struct fake_host h;
+	struct np_site_plan s;
+	struct np_plan_region taken[] = {
+		{.start = BASE + 13, .end = BASE + 18, .hop = true},
+		{.start = BASE + 16, .end = BASE + 21},
+	};
+	for (unsigned i = 0; i < 2; i++) {
+		memmove_host(&h);
+		h.regions[h.nregions++] = taken[i];
+		plan_memmove(&h, &s);
+		CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
+		CHECK(strstr(s.why, "; no hop within reach: another probe's bytes are there") != NULL);
+	}
+	/* a jump at +9 would cover +13 as filler: not over a hop (a branch to
+	 * +9 keeps the jump from the instruction before) */
+	struct np_fn_view v;
+	struct np_plan p;
+	fake_host_init(&h, BASE, memmove_like, sizeof(memmove_like));
+	h.targets[h.ntargets++] = BASE + 9;
+	h.regions[h.nregions++] = taken[0];
+	fake_view(&v, ISA, &h, BASE + sizeof(memmove_like), BASE + sizeof(memmove_like), true,
+		  BASE + 9, 0);
+	CHECK_EQ(np_plan_jump(&v, BASE + 9, NP_JUMP_SHORT, &p), -EOPNOTSUPP);
+	CHECK(strstr(p.why, "are the hop of another probe's jump") != NULL);
+	np_fn_view_free(&v);
+	/* nor a jump to a hop, which would leave its hop behind */
+	fake_host_init(&h, BASE, memmove_like, sizeof(memmove_like));
+	h.regions[h.nregions++] =
+		(struct np_plan_region){.start = BASE + 3, .end = BASE + 5, .hop_site = true};
+	fake_view(&v, ISA, &h, BASE + sizeof(memmove_like), BASE + sizeof(memmove_like), true,
+		  BASE, 0);
+	CHECK_EQ(np_plan_jump(&v, BASE, NP_JUMP_SHORT, &p), -EOPNOTSUPP);
+	CHECK(strstr(p.why, "the jump to a hop at 0x400003 lies in the bytes") != NULL);
+	np_fn_view_free(&v);
+}
+
+/* An unresolved indirect jump may land in any filler. */
+TEST(x86_no_hop_where_a_jump_of_the_function_is_unresolved)
+{
+	static const uint8_t unresolved[] = {
+		0x48, 0x89, 0xf8,             /* +0  mov %rdi,%rax */
+		0x48, 0x83, 0xfe, 0x20,       /* +3  cmp $0x20,%rsi */
+		0x72, 0x02,                   /* +7  jb +11 */
+		0xff, 0xe6,                   /* +9  jmp *%rsi */
+		0xc3,                         /* +11 ret */
+		0x0f, 0x1f, 0x44, 0x00, 0x00, /* +12 nopl */
+		0xc3,                         /* +17 ret */
+	};
+	struct fake_host h;
+	struct np_fn_view v;
+	struct np_site_plan s;
+	fake_host_init(&h, BASE, unresolved, sizeof(unresolved));
+	h.targets[h.ntargets++] = BASE + 3;
+	fake_view(&v, ISA, &h, BASE + sizeof(unresolved), BASE + sizeof(unresolved), true, BASE, 0);
+	fake_site(&v, BASE, &near, &s);
+	CHECK(s.kind != NP_SITE_JUMP);
+	CHECK_EQ(s.plan.hop, 0);
+	np_fn_view_free(&v);
+}
+
 /* ---- indirect jumps: stack heights (src/plan/heights.c) ---------------
  * An indirect jump whose targets are unknown lands, inside its function,
  * only where the stack is as high as where it is taken. */
