@@ -69,9 +69,13 @@ def instructions(func, path=FIXTURE):
     rc, out, err = run("-j", path, func)
     check(rc == 0, f"list -j {func}: exit {rc}: {err}")
     rows = [json.loads(line) for line in out.splitlines()]
+    base = {"type", "addr", "bytes", "insn", "strategy", "reason"}
     for r in rows:
-        check(set(r) == {"type", "addr", "bytes", "insn", "strategy", "reason"}
-              and r["type"] == "instruction", f"keys of {r}")
+        # a JUMP names its form, a jump to a hop the hop too
+        extra = set()
+        if r.get("strategy") == "jump":
+            extra = {"form", "hop"} if r.get("form") == "jmp rel8 + hop" else {"form"}
+        check(set(r) == base | extra and r["type"] == "instruction", f"keys of {r}")
     return rows
 
 
@@ -110,7 +114,7 @@ def stripped_copy_lists_eh_frame_functions_under_synthetic_names():
 @case
 def glob_with_several_matches_lists_functions_with_aliases_folded():
     rows = listed(FIXTURE, "np_fx_*")
-    check(len(rows) == 7, f"7 functions, np_fx_add and np_fx_plus as one: {sorted(rows)}")
+    check(len(rows) == 8, f"8 functions, np_fx_add and np_fx_plus as one: {sorted(rows)}")
 
 
 def objdump_addresses(path, addr, size):
@@ -138,8 +142,24 @@ def branch_into_the_first_five_bytes_makes_the_entry_trap():
     addr, _ = nm_functions(FIXTURE)["np_fx_backjump"]
     first = instructions("np_fx_backjump")[0]
     check(first["strategy"] == "trap", f"strategy: {first}")
-    check(first["reason"] == f"a branch lands at {addr + 2:#x}, inside the displaced bytes",
+    check(first["reason"] == f"a branch lands at {addr + 2:#x}, inside the displaced bytes; "
+          "no hop within reach: no run of padding after a jump or return long enough",
           f"reason: {first['reason']}")
+
+
+@case
+def branch_into_the_first_five_bytes_with_padding_after_jumps_to_a_hop():
+    funcs = nm_functions(FIXTURE)
+    addr, size = funcs["np_fx_hop"]
+    first = instructions("np_fx_hop")[0]
+    check(first["strategy"] == "jump" and first["form"] == "jmp rel8 + hop", f"{first}")
+    hop = int(first.get("hop", "0"), 16)
+    nxt = min(a for a, _ in funcs.values() if a > addr)
+    # in the padding after the ret, before the next function, in rel8's reach
+    check(addr + size <= hop and hop + 5 <= nxt and hop - (addr + 2) <= 127, f"hop {hop:#x}")
+    rc, out, _ = run(FIXTURE, "np_fx_hop")
+    check(rc == 0 and re.search(r"xor\s+%eax,%eax\s+JUMP\s+jmp rel8 \+ hop " + f"{hop:#x}", out),
+          out)
 
 
 @case
