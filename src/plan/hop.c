@@ -79,7 +79,7 @@ static uint64_t hop_in(const struct np_fn_view *v, const struct np_plan *p, uint
 			return 0; /* and in the filler of every later hop */
 		}
 		if (over_region(v, h, h + isa->jump_len)) {
-			*why = "another probe's bytes are there";
+			*why = "another probe holds the padding";
 			continue;
 		}
 		return h;
@@ -89,7 +89,7 @@ static uint64_t hop_in(const struct np_fn_view *v, const struct np_plan *p, uint
 
 int np_plan_hop(const struct np_fn_view *v, struct np_plan *p)
 {
-	const char *why = "no run of padding after a jump or return long enough";
+	const char *why = "no dead padding in reach";
 	if (!v->fb.known || !v->nbounds)
 		return snprintf(p->why, sizeof(p->why), "no hop: the function's bounds are unknown"),
 		       -EOPNOTSUPP;
@@ -113,7 +113,7 @@ int np_plan_hop(const struct np_fn_view *v, struct np_plan *p)
 			return 0;
 		}
 	}
-	snprintf(p->why, sizeof(p->why), "no hop within reach: %s", why);
+	snprintf(p->why, sizeof(p->why), "no hop: %s", why);
 	p->no_hop = true;
 	return -EOPNOTSUPP;
 }

@@ -91,7 +91,9 @@ def check_shape(path, sites, summary, arch, regs):
           c.get("trap_simulated") == by["trap-simulated"] and
           c.get("trap_out_of_line") == by["trap-out-of-line"], f"counts {c} vs {by}")
     check(c.get("trap_back") == sum(bool(s.get("trap_back")) for s in sites), f"trap_back {c}")
-    check(c.get("jump_short", -1) + c.get("jump_long", -1) == c.get("jump"), "jump forms")
+    check(c.get("jump_short", -1) + c.get("jump_long", -1) + c.get("jump_hop", -1) ==
+          c.get("jump"), "jump forms")
+    check(c.get("jump_hop") == sum(s["form"] == "jmp rel8 + hop" for s in sites), "hops")
     check(c.get("entries_trap_free") == sum(s["entry"] and s["strategy"] == "jump"
                                             for s in sites), "entries trap-free")
     check(abs(sh.get("trap_free", -1) - by["jump"] / max(1, len(sites))) < 1e-3, "share")

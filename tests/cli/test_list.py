@@ -143,7 +143,7 @@ def branch_into_the_first_five_bytes_makes_the_entry_trap():
     first = instructions("np_fx_backjump")[0]
     check(first["strategy"] == "trap", f"strategy: {first}")
     check(first["reason"] == f"a branch lands at {addr + 2:#x}, inside the displaced bytes; "
-          "no hop within reach: no run of padding after a jump or return long enough",
+          "no hop: no dead padding in reach",
           f"reason: {first['reason']}")
 
 

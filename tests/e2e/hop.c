@@ -122,7 +122,7 @@ TEST(a_hop_serves_one_probe_and_takes_none_on_its_bytes)
 	/* +18 could use the same hop: it is taken, so a trap, with the reason */
 	struct np_probe *p2 = attach(h_move + SITE2_AT, &c2, NP_STRATEGY_AUTO);
 	CHECK(p2 && np_probe_strategy(p2) == NP_STRATEGY_TRAP);
-	CHECK(strstr(e2e_log_state.last, "no hop within reach: another probe's bytes") != NULL);
+	CHECK(strstr(e2e_log_state.last, "no hop: another probe holds the padding") != NULL);
 	printf("# +18 beside +0: %s\n", e2e_log_state.last);
 	/* the hop's own bytes take no probe */
 	CHECK(attach(h_move + HOP_AT, &c3, NP_STRATEGY_TRAP) == NULL);
@@ -177,19 +177,19 @@ static void traps_with(uint8_t *fn, h_fn *want, h_fn *pcpy, const char *why)
 TEST(padding_a_branch_lands_on_is_no_hop)
 {
 	traps_with(h_neg, move_want, (h_fn *)(uintptr_t)h_neg_pcpy,
-		   "no hop within reach: a branch lands in the padding");
+		   "no hop: a branch lands in the padding");
 }
 
 TEST(padding_after_a_conditional_branch_is_no_hop)
 {
 	traps_with(h_fall, fall_want, (h_fn *)(uintptr_t)h_fall_pcpy,
-		   "no hop within reach: no run of padding after a jump or return");
+		   "no hop: no dead padding in reach");
 }
 
 TEST(a_three_byte_function_followed_by_code_has_no_hop)
 {
 	traps_with(h_tiny, tiny_want, NULL, "before the 5 bytes a jump needs, and what follows is not "
-				 "padding; no hop within reach");
+				 "padding; no hop: no dead padding in reach");
 	CHECK_EQ(call(h_after, 0, 0), 1);
 }
 

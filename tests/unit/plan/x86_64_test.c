@@ -60,7 +60,7 @@ TEST(x86_a_neighbours_branch_into_the_displaced_bytes_makes_the_site_trap)
 	plan_frame(&h, BASE, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* push is simulated */
 	CHECK_STR(s.why, "a branch lands at 0x400004, inside the displaced bytes"
-			 "; no hop within reach: no run of padding after a jump or return long enough");
+			 "; no hop: no dead padding in reach");
 }
 
 static const uint8_t tiny_padded[] = {
@@ -120,7 +120,7 @@ TEST(x86_filler_a_branch_lands_on_is_not_patched_over)
 	CHECK_EQ(plan_code(&h, BASE + 5, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
 	CHECK_STR(s.why, "a branch lands at 0x400003, in the filler after the jump or return at "
-			 "0x400002; no hop within reach: no run of padding after a jump or return long enough");
+			 "0x400002; no hop: no dead padding in reach");
 }
 
 static const uint8_t ret_then_ud2_then_switch[] = {
@@ -163,7 +163,7 @@ TEST(x86_filler_is_never_a_site_the_jump_before_covers)
 	CHECK_EQ(fake_site(&v, BASE + 7, &near, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* the nop is simulated */
 	CHECK_STR(s.why, "a branch lands at 0x40000a, inside the displaced bytes"
-			 "; no hop within reach: no run of padding after a jump or return long enough");
+			 "; no hop: no dead padding in reach");
 	np_fn_view_free(&v);
 }
 
@@ -224,7 +224,7 @@ TEST(x86_the_functions_own_branch_into_the_displaced_bytes_makes_the_site_trap)
 	CHECK_EQ(fake_site(&v, BASE, &near, &s), 0);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_OOL);
 	CHECK_STR(s.why, "a branch lands at 0x400002, inside the displaced bytes"
-			 "; no hop within reach: no run of padding after a jump or return long enough");
+			 "; no hop: no dead padding in reach");
 	CHECK_EQ(s.place, near.above); /* the copy's slot */
 	np_fn_view_free(&v);
 }
@@ -276,7 +276,7 @@ TEST(x86_a_neighbours_branch_onto_the_site_refuses_the_jump_from_the_instruction
 	plan_onto(&h, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM); /* pop is simulated */
 	CHECK_STR(s.why, "a jump or return at 0x40000b is followed by code the patch would "
-			 "overwrite; no hop within reach: no run of padding after a jump or return long enough");
+			 "overwrite; no hop: no dead padding in reach");
 }
 
 static const uint8_t rejected[] = {
@@ -324,7 +324,7 @@ TEST(x86_a_breakpoint_placed_by_request_is_never_absorbed)
 	plan_frame(&h, BASE, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
 	CHECK_STR(s.why, "a probe forced to TRAP at 0x400004 lies in the bytes a jump needs"
-			 "; no hop within reach: no run of padding after a jump or return long enough");
+			 "; no hop: no dead padding in reach");
 }
 
 static const uint8_t pun[] = {
@@ -436,7 +436,7 @@ TEST(x86_no_hop_where_a_branch_lands_in_the_padding)
 		h.targets[h.ntargets++] = BASE + at;
 		plan_memmove(&h, &s);
 		CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
-		CHECK(strstr(s.why, "; no hop within reach: a branch lands in the padding") != NULL);
+		CHECK(strstr(s.why, "; no hop: a branch lands in the padding") != NULL);
 	}
 }
 
@@ -488,8 +488,8 @@ TEST(x86_no_hop_in_padding_that_a_conditional_branch_falls_into)
 	fake_view(&v, ISA, &h, BASE + sizeof(falls), BASE + sizeof(falls), true, BASE, 0);
 	fake_site(&v, BASE, &near, &s);
 	CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
-	CHECK_STR(s.why, "a branch lands at 0x400003, inside the displaced bytes; no hop within "
-			 "reach: no run of padding after a jump or return long enough");
+	CHECK_STR(s.why, "a branch lands at 0x400003, inside the displaced bytes; no hop: no dead "
+			 "padding in reach");
 	np_fn_view_free(&v);
 }
 
@@ -508,7 +508,7 @@ TEST(x86_a_hop_is_never_shared_nor_absorbed)
 		h.regions[h.nregions++] = taken[i];
 		plan_memmove(&h, &s);
 		CHECK_EQ(s.kind, NP_SITE_TRAP_SIM);
-		CHECK(strstr(s.why, "; no hop within reach: another probe's bytes are there") != NULL);
+		CHECK(strstr(s.why, "; no hop: another probe holds the padding") != NULL);
 	}
 	/* a jump at +9 would cover +13 as filler: not over a hop (a branch to
 	 * +9 keeps the jump from the instruction before) */
