@@ -103,21 +103,25 @@ void np_region_unlink_start(struct np_region *r)
 	drop_from(bucket_of(r->start >> PAGE_SHIFT, false), r);
 }
 
-/* A hop is jump_len bytes, less than a page: it lies in the page of its
- * first byte or of its last. */
+/* The lowest hop overlapping [lo, hi) (reads of the original code walk
+ * them in order). A hop is jump_len bytes, less than a page: it lies in
+ * the page of its first byte or of its last. */
 struct np_region *np_region_hop_over(uint64_t lo, uint64_t hi)
 {
 	unsigned len = np_host_isa->jump_len;
+	struct np_region *best = NULL;
 	if (hi <= lo)
 		return NULL;
 	for (uint64_t page = (lo > len ? lo - len : 0) >> PAGE_SHIFT;
 	     page <= (hi - 1) >> PAGE_SHIFT; page++) {
 		struct bucket *b = bucket_in(hop_heads, page, false);
-		for (size_t i = 0; b && i < b->n; i++)
-			if (b->v[i]->hop < hi && b->v[i]->hop + len > lo)
-				return b->v[i];
+		for (size_t i = 0; b && i < b->n; i++) {
+			struct np_region *r = b->v[i];
+			if (r->hop < hi && r->hop + len > lo && (!best || r->hop < best->hop))
+				best = r;
+		}
 	}
-	return NULL;
+	return best;
 }
 
 bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, void *cookie),

@@ -22,7 +22,7 @@ void np_region_unlink(struct np_region *r);
 /* Out of the index by its start only: a hop left in place (region.c). */
 void np_region_unlink_start(struct np_region *r);
 /* The region whose hop (its jump's dead bytes elsewhere, src/plan/hop.c)
- * overlaps [lo, hi), or NULL. */
+ * overlaps [lo, hi), the lowest such hop, or NULL. */
 struct np_region *np_region_hop_over(uint64_t lo, uint64_t hi);
 bool np_region_each(uint64_t lo, uint64_t hi, bool (*fn)(struct np_region *r, void *cookie),
 		    void *cookie);
