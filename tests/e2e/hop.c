@@ -16,7 +16,9 @@
  * the protocol in every order.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -250,6 +252,101 @@ TEST(attach_and_detach_while_threads_call_it_both_ways)
 	CHECK_EQ(jumps, cycles);
 	CHECK(storm_calls > 0);
 	CHECK(memcmp(h_move, before, sizeof(before)) == 0);
+}
+
+/* ---- a thread held at the hop when the probe goes ---------------------
+ * A signal handler of the program's interrupts a thread exactly at the
+ * hop's first byte (it took the jmp rel8, not yet the jmp rel32) and holds
+ * it there while the probe is detached: its pc is in the signal frame,
+ * where the engine may not change it. The site's code goes back; the hop
+ * cannot (the thread would run the padding when the handler returns), so
+ * it is left as a jump to the site, and the thread, let go, runs the
+ * original code from the site. The hop stays taken: the second site,
+ * whose only hop it was, traps. */
+static uint8_t *volatile park_at;
+static volatile int parked, park_release, park_stop;
+static uint64_t park_wrong;
+
+static void park_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	(void)sig, (void)si;
+	if (parked || (uint8_t *)(uintptr_t)uc->uc_mcontext.gregs[REG_RIP] != park_at)
+		return;
+	parked = 1;
+	while (!park_release)
+		__asm__ volatile("pause");
+}
+
+static void *park_worker(void *arg)
+{
+	uint64_t wrong = 0;
+	(void)arg;
+	for (uint64_t n = 0; !park_stop; n++) {
+		uint64_t a = n * 7919, b = n & 63;
+		wrong += call(h_move, a, b) != move_want(a, b);
+	}
+	park_wrong = wrong;
+	return NULL;
+}
+
+TEST(a_thread_held_at_the_hop_when_the_probe_goes_runs_the_site)
+{
+	struct sigaction sa = {.sa_sigaction = park_handler, .sa_flags = SA_SIGINFO | SA_RESTART};
+	struct e2e_counter c, c2;
+	uint8_t before[32];
+	pthread_t w;
+	memcpy(before, h_move, sizeof(before));
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	e2e_log_capture();
+	struct np_probe *p = attach(h_move, &c, NP_STRATEGY_AUTO);
+	CHECK(p && np_probe_strategy(p) == NP_STRATEGY_JUMP);
+	if (!p)
+		return;
+	park_at = h_move + HOP_AT;
+	CHECK_EQ(pthread_create(&w, NULL, park_worker, NULL), 0);
+	/* a signal lands at the hop once in some 10,000 to 50,000 here: up to 60 s */
+	struct timespec t0, now;
+	unsigned tries = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (now = t0; !parked && now.tv_sec - t0.tv_sec < 60; tries++) {
+		pthread_kill(w, SIGUSR1);
+		nanosleep(&(struct timespec){0, 5000}, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	}
+	printf("# held at the hop after %u signals\n", tries);
+	CHECK(parked);
+	CHECK_EQ(np_probe_detach(p), 0);
+	printf("# %s\n", e2e_log_state.last);
+	if (parked) {
+		CHECK(strstr(e2e_log_state.last, "a thread stays at the hop") != NULL);
+		CHECK(memcmp(h_move, before, HOP_AT) == 0); /* the site is back */
+		CHECK_EQ(h_move[HOP_AT], 0xe9);            /* the hop: jmp rel32 to the site */
+		int32_t rel;
+		memcpy(&rel, h_move + HOP_AT + 1, 4);
+		CHECK(h_move + HOP_AT + 5 + rel == h_move);
+		CHECK(memcmp(h_move + HOP_AT + 5, before + HOP_AT + 5, sizeof(before) - HOP_AT - 5) ==
+		      0);
+	}
+	park_release = 1;
+	nanosleep(&(struct timespec){0, 10000000}, NULL);
+	park_stop = 1;
+	pthread_join(w, NULL);
+	CHECK_EQ(park_wrong, 0);
+	for (uint64_t b = 0; b < 64; b++)
+		CHECK_EQ(call(h_move, 3, b), move_want(3, b));
+	np_probe_free(p);
+	if (parked) {
+		/* the hop left behind is nobody's to take */
+		struct np_probe *p2 = attach(h_move + SITE2_AT, &c2, NP_STRATEGY_AUTO);
+		CHECK(p2 && np_probe_strategy(p2) == NP_STRATEGY_TRAP);
+		for (uint64_t b = 0; b < 64; b++)
+			CHECK_EQ(call(h_move, 3, b), move_want(3, b));
+		CHECK(p2 && np_probe_hits(p2) == 32);
+		CHECK(p2 && e2e_detach_free(p2) == 0);
+	}
+	signal(SIGUSR1, SIG_DFL);
 }
 
 TEST_MAIN()
