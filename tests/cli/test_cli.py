@@ -2112,9 +2112,13 @@ def list_instructions():
                 f"{fn}: every TRAP has a reason, no JUMP has one", describe(p))
     p = np("list", "-j", COUNTER, "greet_ptr")
     objs, other = parse_json_lines(p.stdout)
-    R.check(objs and all(set(o) == {"type", "addr", "bytes", "insn", "strategy", "reason"}
+    # a JUMP also names its form (and a hop's address, for that form)
+    R.check(objs and all(set(o) - {"form", "hop"} ==
+                         {"type", "addr", "bytes", "insn", "strategy", "reason"} and
+                         ("form" in o) == (o["strategy"] == "jump") and
+                         ("hop" in o) == (o.get("form") == "jmp rel8 + hop")
                          for o in objs),
-            "list -j FUNC: addr, bytes, insn, strategy, reason", describe(p))
+            "list -j FUNC: addr, bytes, insn, strategy, reason; a JUMP's form", describe(p))
     # what list says agrees with what the engine does
     by_off = {int(o["addr"], 16) - syms["greet_ptr"][0]: o["strategy"] for o in objs}
     jump_ok = [off for off, s in by_off.items() if s == "jump"]
