@@ -22,6 +22,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+
+/* qsort, which must not be given NULL even with no elements (its base is
+ * declared nonnull: UBSan reports it, in the traced program's stderr): an
+ * array never allocated is empty, and sorted. */
+static inline void np_qsort(void *base, size_t n, size_t size,
+			    int (*cmp)(const void *, const void *))
+{
+	if (n)
+		qsort(base, n, size, cmp);
+}
 
 enum np_insn_class {
 	NP_INSN_REJECTED = 0,

@@ -451,7 +451,7 @@ void np_batch_flush(void)
 {
 	if (batch.n == 0)
 		return;
-	qsort(batch.v, batch.n, sizeof(*batch.v), by_start);
+	np_qsort(batch.v, batch.n, sizeof(*batch.v), by_start);
 	struct np_region **starts = malloc(batch.n * sizeof(*starts));
 	for (size_t i = 0; starts && i < batch.n; i++)
 		starts[i] = batch.v[i].r;

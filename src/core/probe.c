@@ -666,7 +666,7 @@ static size_t sites_of(struct np_probe *const *probes, size_t cnt, struct np_sit
 	for (size_t i = 0; i < cnt; i++)
 		if (probes[i] && !probes[i]->detached)
 			sites[n++] = probes[i]->site;
-	qsort(sites, n, sizeof(*sites), by_address);
+	np_qsort(sites, n, sizeof(*sites), by_address);
 	for (size_t i = 0; i < n; i++)
 		if (!u || sites[u - 1] != sites[i])
 			sites[u++] = sites[i];

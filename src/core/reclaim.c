@@ -270,7 +270,7 @@ static int by_at(const void *a, const void *b)
 static void take_candidates(void)
 {
 	ncand = 0;
-	qsort(limbo.v, limbo.n, sizeof(limbo.v[0]), by_at);
+	np_qsort(limbo.v, limbo.n, sizeof(limbo.v[0]), by_at);
 	for (size_t i = 0; i < limbo.n && ncand < MAX_CAND; i++)
 		if (limbo.v[i].call != call_seq) {
 			cand[ncand].at = limbo.v[i].at;
@@ -326,7 +326,7 @@ static bool freed_now(uint64_t addr, void *cookie)
 static void coalesce(void)
 {
 	size_t k = 0;
-	qsort(freed.v, freed.n, sizeof(freed.v[0]), by_at);
+	np_qsort(freed.v, freed.n, sizeof(freed.v[0]), by_at);
 	for (size_t i = 0; i < freed.n; i++) {
 		if (k && freed.v[k - 1].at + freed.v[k - 1].len == freed.v[i].at)
 			freed.v[k - 1].len += freed.v[i].len;

@@ -339,8 +339,7 @@ static struct module *load_module(const struct np_map *map)
 					add_code_section(elf, &sh, m);
 			}
 		}
-		if (m->n) /* m->v is NULL without symbols: no qsort(NULL, 0) */
-			qsort(m->v, m->n, sizeof(*m->v), by_start);
+		np_qsort(m->v, m->n, sizeof(*m->v), by_start);
 		m->next = modules;
 		modules = m;
 	} else {

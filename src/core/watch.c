@@ -308,7 +308,7 @@ static int *list_threads(size_t *n)
 		v[(*n)++] = atoi(e->d_name);
 	}
 	closedir(d);
-	qsort(v, *n, sizeof(*v), cmp_int);
+	np_qsort(v, *n, sizeof(*v), cmp_int);
 	return v ? v : calloc(1, sizeof(*v));
 }
 

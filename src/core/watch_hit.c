@@ -169,7 +169,7 @@ void np_watch_modules_refresh(void)
 		atomic_fetch_add(&code_gen, 1); /* unloaded code: forget its pcs */
 	seen_adds = c.adds;
 	seen_subs = c.subs;
-	qsort(c.t->r, c.t->n, sizeof(c.t->r[0]), by_lo);
+	np_qsort(c.t->r, c.t->n, sizeof(c.t->r[0]), by_lo);
 	struct module_table *old = atomic_exchange(&modules, c.t);
 	if (old)
 		retire(old);

@@ -146,7 +146,7 @@ static int jump_heights(struct np_fn_view *v)
 			return 0;
 		}
 	}
-	qsort(h, v->njumps, sizeof(*h), cmp_i32);
+	np_qsort(h, v->njumps, sizeof(*h), cmp_i32);
 	v->jump_sp = h;
 	v->njump_sp = v->njumps;
 	return 0;

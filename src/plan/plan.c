@@ -313,11 +313,14 @@ int np_plan_jump_before(const struct np_fn_view *v, uint64_t addr, enum np_jump_
 		return REFUSE(p, "cannot decode the instruction at 0x%llx",
 			      (unsigned long long)addr);
 	int err = plan_from(v, prev, addr + in.len, form, p);
+	if (err || !p->ninsn)
+		return err ? err : REFUSE(p, "no instruction to displace before 0x%llx",
+					  (unsigned long long)addr);
 	/* addr must be run from the trampoline, not be filler patched over
 	 * after a jump or return (which nothing reaches: its probe would
 	 * never fire, and the engine would have no place for it) */
 	const struct np_insn *last = &p->insn[p->ninsn - 1];
-	if (!err && addr >= last->pc + last->len)
+	if (addr >= last->pc + last->len)
 		return REFUSE(p, "0x%llx is filler after the jump or return at 0x%llx",
 			      (unsigned long long)addr, (unsigned long long)last->pc);
 	return err;

@@ -51,11 +51,13 @@ static int cmp_u64(const void *a, const void *b)
 /* v[0, sorted) is sorted; sort v[sorted, n) and merge the two runs. */
 static void sort_tail(uint64_t *v, size_t n, size_t sorted)
 {
-	qsort(v + sorted, n - sorted, sizeof(*v), cmp_u64);
+	if (n == sorted) /* nothing new (v may be NULL: no arithmetic on it) */
+		return;
+	np_qsort(v + sorted, n - sorted, sizeof(*v), cmp_u64);
 	uint64_t *tmp = sorted ? malloc(n * sizeof(*v)) : NULL;
 	if (!tmp) {
 		if (sorted)
-			qsort(v, n, sizeof(*v), cmp_u64);
+			np_qsort(v, n, sizeof(*v), cmp_u64);
 		return;
 	}
 	size_t a = 0, b = sorted, k = 0;

@@ -252,9 +252,9 @@ static int analyse(struct np_fn_view *v, uint64_t lo, uint64_t hi)
 		v->lost = true;
 	v->held = jumps_through_loads(v) && host && host->held_targets &&
 		  host->held_targets(host->cookie, lo, hi, add_pointer, v);
-	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
-	qsort(v->pointers, v->npointers, sizeof(*v->pointers), cmp_u64);
-	qsort(v->edges, v->nedges, sizeof(*v->edges), cmp_edge);
+	np_qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
+	np_qsort(v->pointers, v->npointers, sizeof(*v->pointers), cmp_u64);
+	np_qsort(v->edges, v->nedges, sizeof(*v->edges), cmp_edge);
 	count_unresolved(v);
 	int err = v->unresolved ? np_fn_view_heights(v) : 0;
 	if (v->flags & NP_VIEW_MODULE)
@@ -322,7 +322,7 @@ int np_fn_view_load(struct np_fn_view *v, const struct np_isa *isa, const struct
 		host->neighbor_targets(host->cookie, lo, hi, add_target, v);
 	if (v->fb.known)
 		return analyse(v, lo, hi);
-	qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
+	np_qsort(v->targets, v->ntargets, sizeof(*v->targets), cmp_u64);
 	return 0;
 }
 
