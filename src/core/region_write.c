@@ -69,6 +69,21 @@ static uint64_t out_of_patch(void *cookie, uint64_t pc)
 	return to_trampoline(cookie, pc);
 }
 
+/* Steps 3 and 4 above, at any address whose first tl bytes hold a
+ * breakpoint already: the bytes after it, then its own, each serialised. */
+static int write_under_trap(uint64_t at, const uint8_t *bytes, size_t len)
+{
+	size_t tl = np_host_isa->trap_len;
+	int err;
+	if ((err = np_code_write(at + tl, bytes + tl, len - tl)))
+		return err;
+	np_sync_cores();
+	if ((err = np_code_write(at, bytes, tl)))
+		return err;
+	np_sync_cores();
+	return 0;
+}
+
 /* Steps 1 to 4 above. When the threads cannot be moved out (step 2), the
  * first byte goes back and nothing has changed. */
 static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len, bool move_threads)
@@ -87,13 +102,7 @@ static int write_bp_first(struct np_region *r, const uint8_t *bytes, size_t len,
 		np_sync_cores();
 		return err;
 	}
-	if ((err = np_code_write(r->start + tl, bytes + tl, len - tl)))
-		return err;
-	np_sync_cores();
-	if ((err = np_code_write(r->start, bytes, tl)))
-		return err;
-	np_sync_cores();
-	return 0;
+	return write_under_trap(r->start, bytes, len);
 }
 
 /* A patch another hart may not fetch whole (np_isa.patch_needs_stop), or
@@ -184,13 +193,7 @@ int np_patch_hop(struct np_region *r, const uint8_t *bytes)
 	if ((err = np_code_write(r->hop, trap, tl)))
 		return err;
 	np_sync_cores();
-	if ((err = np_code_write(r->hop + tl, bytes + tl, len - tl)))
-		return err;
-	np_sync_cores();
-	if ((err = np_code_write(r->hop, bytes, tl)))
-		return err;
-	np_sync_cores();
-	return 0;
+	return write_under_trap(r->hop, bytes, len);
 }
 
 /* A thread at the hop has taken the short jump but run none of the
