@@ -239,9 +239,8 @@ static void attach_one(struct aprobe *ap, uint64_t bias)
 		attach_watch(ap, bias);
 		return;
 	}
-	struct np_probe_opts o = probe_opts(ap, bias);
+	struct np_probe_opts o = probe_opts(ap, bias); /* sets ap->bias */
 	np_agent.why[0] = 0;
-	ap->bias = bias;
 	ap->probe = np_probe_attach((void *)(uintptr_t)(bias + ap->m.vaddr), &o);
 	ap->state = ap->probe ? AP_ATTACHED : AP_FAILED;
 	int err = ap->probe ? 0 : -errno;
@@ -283,8 +282,7 @@ static void attach_batch(struct aprobe **ready, const uint64_t *bias, size_t n)
 			attach_one(ap, bias[i]);
 			continue;
 		}
-		ap->bias = bias[i];
-		ap->probe = p[i];
+		ap->probe = p[i]; /* ap->bias: probe_opts set it */
 		ap->state = AP_ATTACHED;
 		sema_adjust(ap, 1);
 		attached_msg(ap, 0);
