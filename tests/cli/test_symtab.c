@@ -253,8 +253,10 @@ TEST(glob_folds_aliases_to_one_entry_per_address)
 	struct np_symtab st;
 	const struct np_sym **m;
 	REQUIRE(load("", &st) == 0);
-	CHECK_EQ(np_symtab_match(&st, "np_fx_*", &m), 7); /* add and plus are one */
-	for (size_t i = 1; i < 7; i++)
+	/* Nine np_fx_ names, eight addresses: add and plus are one. */
+	size_t n = np_symtab_match(&st, "np_fx_*", &m);
+	CHECK_EQ(n, 8);
+	for (size_t i = 1; i < n; i++)
 		CHECK(m[i - 1]->addr < m[i]->addr);
 	free(m);
 	CHECK_EQ(np_symtab_match(&st, "np_fx_plus", &m), 1);
