@@ -352,9 +352,11 @@ struct np_targets {
 /* Decode each function of a module, [starts[i], starts[i + 1]) (starts
  * sorted; the last 64 bytes; at most 64 KiB each), through mem, and add
  * the branches that leave it to t, and the code addresses it forms in
- * another (tagged NP_TARGET_FORMED). 0, or the first failure: -ENOMEM, or
- * the read's -errno for a function that could not be read (t then holds
- * the targets of the others: not all the module's). */
+ * another (tagged NP_TARGET_FORMED); a function that runs past what mem
+ * can read (the last one's guessed end, a segment's end) is decoded up to
+ * there. 0, or the first failure: -ENOMEM, or the read's -errno for a
+ * function of which not a byte could be read (t then holds the targets of
+ * the others: not all the module's). */
 int np_targets_add_module(struct np_targets *t, const struct np_isa *isa,
 			  const struct np_mem *mem, const uint64_t *starts, size_t n);
 /* The same one function at a time: the end np_targets_add_module takes

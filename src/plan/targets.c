@@ -119,15 +119,39 @@ static void keep_formed(void *cookie, uint64_t from, uint64_t addr)
 		s->err = s->err ? s->err : -ENOMEM;
 }
 
+/* Read the longest readable prefix of [start, start + *len) into code.
+ * A function's end is a guess for the last one (LAST_FUNCTION), and a
+ * function may end where its segment does: past the end of what can be
+ * read there is no code, so the prefix is the whole function. 0 with *len
+ * shortened, or the read's -errno when not even a byte can be read. */
+static int read_prefix(const struct np_mem *mem, uint64_t start, uint8_t *code, size_t *len)
+{
+	int err = mem->read(mem->cookie, start, code, *len);
+	if (!err)
+		return 0;
+	size_t good = 0, bad = *len; /* a bisection: good reads, bad does not */
+	while (bad - good > 1) {
+		size_t mid = good + (bad - good) / 2;
+		if (mem->read(mem->cookie, start, code, mid))
+			bad = mid;
+		else
+			good = mid;
+	}
+	if (!good)
+		return err;
+	*len = good;
+	return mem->read(mem->cookie, start, code, good);
+}
+
 /* Decode [start, end); its outward branches join s->t. */
 static void scan(struct scan *s, const struct np_isa *isa, const struct np_mem *mem,
 		 uint64_t start, uint64_t end)
 {
 	size_t len = end - start < MAX_FUNCTION ? end - start : MAX_FUNCTION;
 	uint8_t *code = malloc(len);
+	int err = code ? read_prefix(mem, start, code, &len) : -ENOMEM;
 	s->lo = start;
 	s->hi = start + len;
-	int err = code ? mem->read(mem->cookie, start, code, len) : -ENOMEM;
 	struct np_branch_sink sink = {keep_outside, keep_formed, NULL, s};
 	if (!err)
 		isa->branch_targets(code, len, start, mem, &sink);

@@ -778,4 +778,40 @@ TEST(x86_boundaries_follow_a_sweep_from_the_entry)
 	np_fn_view_free(&v);
 }
 
+/* Whether t holds the branch target x. */
+static bool has_target(const struct np_targets *t, uint64_t x)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i] == x)
+			return true;
+	return false;
+}
+
+/* The last function's end is a guess (64 bytes) that may run past the
+ * end of what can be read; its branches were lost, and the whole module's
+ * targets reported incomplete, when that guess made its one read fail. */
+TEST(x86_the_last_function_is_decoded_up_to_the_end_of_what_can_be_read)
+{
+	uint8_t code[80];
+	memset(code, 0x90, 64);       /* the first function: nops */
+	code[63] = 0xc3;              /* +63 ret */
+	code[64] = 0xeb;              /* +64 jmp BASE+10 */
+	code[65] = (uint8_t)(10 - 66);
+	memset(code + 66, 0xcc, sizeof(code) - 66);
+	struct fake_host h;
+	fake_host_init(&h, BASE, code, sizeof(code));
+	const struct np_mem mem = {h.host.read, NULL, h.host.cookie};
+	struct np_targets t = {0};
+	const uint64_t starts[] = {BASE, BASE + 64};
+	CHECK_EQ(np_targets_add_module(&t, ISA, &mem, starts, 2), 0);
+	CHECK(has_target(&t, BASE + 10));
+	np_targets_free(&t);
+
+	const uint64_t unreadable[] = {BASE, BASE + 64, BASE + sizeof(code)};
+	t = (struct np_targets){0};
+	CHECK_EQ(np_targets_add_module(&t, ISA, &mem, unreadable, 3), -EFAULT);
+	CHECK(has_target(&t, BASE + 10)); /* the others' targets are kept */
+	np_targets_free(&t);
+}
+
 TEST_MAIN()
