@@ -46,7 +46,7 @@ CROSS_ARM64 := cross/aarch64-linux-gnu.ini
 ARM64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-retprobe-pac e2e-storms e2e-torture e2e-ctx \
                 e2e-regs e2e-bti e2e-api e2e-api-nopie e2e-sigchain e2e-watch e2e-many \
                 e2e-agent-heap e2e-farjump core-detach-nomem e2e-ipara e2e-ipa-callers \
-                e2e-unwind-shared e2e-unwind-static e2e-unwind-static-stripped e2e-fork e2e-quiet e2e-churn \
+                e2e-unwind-shared e2e-unwind-static e2e-unwind-static-stripped e2e-unwind-dlopen e2e-fork e2e-quiet e2e-churn \
                 core-reclaim core-clock host-tramp-bytes
 # the differential runs on arm64 (docs/reliability.md): Debian's arm64
 # builds of the packages, unpacked under $(BUILD_ARM64)/debroot, never
@@ -73,7 +73,7 @@ CROSS_RISCV64 := $(RV_SYSROOT).ini cross/riscv64-linux-gnu.ini
 RISCV64_TESTS ?= e2e-asm-suite e2e-retprobe e2e-storms e2e-ctx \
                   e2e-sigchain e2e-watch e2e-many e2e-agent-heap e2e-trapback e2e-sigframe \
                   e2e-regs e2e-torture-short e2e-torture core-detach-nomem e2e-ipara e2e-ipa-callers \
-                  e2e-unwind-shared e2e-unwind-static e2e-unwind-static-stripped e2e-fork e2e-quiet e2e-churn \
+                  e2e-unwind-shared e2e-unwind-static e2e-unwind-static-stripped e2e-unwind-dlopen e2e-fork e2e-quiet e2e-churn \
                   core-reclaim core-clock host-tramp-bytes
 # the differential runs on riscv64 (docs/reliability.md): Debian's riscv64
 # builds from a later release (bookworm has none), unpacked with their libc

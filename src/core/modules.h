@@ -32,13 +32,14 @@ bool np_grow(void *v, size_t *cap, size_t n, size_t size);
 /* addr is the entry of setjmp, vfork or another function that returns
  * twice (by its ELF symbol name). */
 bool np_symbol_returns_twice(uint64_t addr);
-/* The functions named in names[] (NULL-terminated) that the module mapped
- * at addr defines, local ones included: their addresses in out[] (0: none).
- * unnamed_unwinder: the module carries a stack unwinder of its own (a
- * static libgcc_eh, LLVM's libunwind) and no symbol table to find it by.
- * path gets the module's file. 0, or -errno. */
-int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
-			bool *unnamed_unwinder, char *path, size_t path_len);
+/* The functions named in names[] (NULL-terminated) that the module in the
+ * file path, loaded with this bias (the loader's l_addr), defines, local
+ * ones included: their addresses in out[] (0: none). unnamed_unwinder: the
+ * module carries a stack unwinder of its own (a static libgcc_eh, LLVM's
+ * libunwind) and no symbol table to find it by. 0, or -errno. Reads only
+ * the file: callable without the engine lock. */
+int np_module_functions(const char *path, uint64_t bias, const char *const *names,
+			uint64_t *out, bool *unnamed_unwinder);
 /* Direct branches of the functions around addr (neighbors.c) that land in
  * (addr, addr + span): passed to add. */
 void np_neighbor_targets(uint64_t addr, size_t span, void (*add)(void *, uint64_t),

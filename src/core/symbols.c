@@ -596,18 +596,14 @@ static bool hidden_unwinder(const struct scan *sc, bool named)
 	return !named && sc->eh_tables && !sc->imports_unwind && sc->imports_find;
 }
 
-int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
-			bool *unnamed_unwinder, char *path, size_t path_len)
+int np_module_functions(const char *path, uint64_t bias, const char *const *names,
+			uint64_t *out, bool *unnamed_unwinder)
 {
-	struct np_map map;
 	size_t n = 0;
 	while (names[n])
 		out[n++] = 0;
 	*unnamed_unwinder = false;
-	if (np_maps_lookup(addr, &map) || map.path[0] != '/')
-		return -ENOENT;
-	snprintf(path, path_len, "%s", map.path);
-	int fd = open(map.path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
@@ -619,8 +615,7 @@ int np_module_functions(uint64_t addr, const char *const *names, uint64_t *out,
 		close(fd);
 		return -ENOEXEC;
 	}
-	struct scan sc = {.names = names, .out = out,
-			  .bias = map.start - map.offset - first_load_vaddr(elf)};
+	struct scan sc = {.names = names, .out = out, .bias = bias};
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;

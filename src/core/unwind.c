@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/maps.h"
 #include "core/modules.h"
 #include "core/shadow.h"
 #include "core/thread.h"
@@ -84,9 +85,10 @@ static void switches_stacks(struct np_ctx *ctx, void *data)
 
 /* What was looked at: modules by load address and the loader's name for
  * them (a module unloaded and another loaded at its place differ in one
- * or the other, or are the same file again); functions hooked. */
+ * or the other, or are the same file again), with the loader's bias;
+ * functions hooked. */
 struct seen {
-	uint64_t at;
+	uint64_t at, bias;
 	char name[256];
 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -134,6 +136,7 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
 			if (np_grow(&l->v, &l->cap, l->n, sizeof(*l->v))) {
 				l->v[l->n].at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+				l->v[l->n].bias = info->dlpi_addr;
 				snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s",
 					 info->dlpi_name ? info->dlpi_name : "");
 				l->n++;
@@ -141,6 +144,36 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 			break;
 		}
 	return 0;
+}
+
+/* The file mapped at addr, from a snapshot of the maps of our own: the
+ * cached one is the engine's, and this runs without its lock. */
+static bool mapped_file(uint64_t addr, char *path, size_t len)
+{
+	struct np_maps maps;
+	bool found = false;
+	if (np_maps_read(&maps))
+		return false;
+	for (int i = 0; i < maps.n && !found; i++)
+		if (addr >= maps.v[i].start && addr < maps.v[i].end && maps.v[i].path[0] == '/') {
+			snprintf(path, len, "%s", maps.v[i].path);
+			found = true;
+		}
+	np_maps_free(&maps);
+	return found;
+}
+
+/* The module's file: the loader's name for it when that is a path from
+ * the root, which it is but for the program itself (unnamed) and for a
+ * dlopen of a relative name; those are found in the maps. The vDSO has
+ * no file: false. */
+static bool module_path(const struct seen *m, char *path, size_t len)
+{
+	if (m->name[0] == '/') {
+		snprintf(path, len, "%s", m->name);
+		return true;
+	}
+	return mapped_file(m->at, path, len);
 }
 
 /* A module not looked at yet: its guards placed, or the reason return
@@ -156,7 +189,8 @@ static void look_at(const struct seen *m)
 	if (!np_grow(&seen, &capseen, nseen, sizeof(*seen)))
 		return;
 	seen[nseen++] = *m;
-	if (np_module_functions(m->at, names, fn, &unnamed, path, sizeof(path)))
+	if (!module_path(m, path, sizeof(path)) ||
+	    np_module_functions(path, m->bias, names, fn, &unnamed))
 		return;
 	for (size_t k = 0; k < NNAMES; k++)
 		if (fn[k])
