@@ -69,6 +69,10 @@ struct module {
 	size_t nbound, cap_bound;
 	char **ifuncs; /* the ifuncs it defines, by name */
 	size_t nifuncs, cap_ifuncs;
+	/* which of bound[] name an ifunc of ifunc_owner (bound_in): found at
+	 * the first asking, by name, so that only those are read */
+	const struct module *ifunc_owner;
+	size_t *to_ifunc, nto_ifunc;
 	uint64_t stub_lo[4], stub_hi[4]; /* PLT sections (vaddrs) */
 	int nstubs;
 	uint64_t code_lo[8], code_hi[8]; /* executable sections (vaddrs) */
@@ -406,11 +410,31 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *cookie)
 	return 0;
 }
 
-static bool bound_in(const struct module *o, const struct module *m, uint64_t start)
+/* Keep in o the slots bound to one of m's ifuncs. Out of memory, none
+ * are kept, which only costs knowing the bounds of m's implementations. */
+static void note_ifunc_slots(struct module *o, const struct module *m)
 {
+	free(o->to_ifunc);
+	o->to_ifunc = NULL;
+	o->nto_ifunc = 0;
+	o->ifunc_owner = m;
+	size_t cap = 0;
 	for (size_t k = 0; k < o->nbound; k++)
-		if (slot_holds(o->bias + o->bound[k].slot, start) &&
-		    defines_ifunc(m, o->bound[k].name))
+		if (defines_ifunc(m, o->bound[k].name) &&
+		    np_grow(&o->to_ifunc, &cap, o->nto_ifunc, sizeof(*o->to_ifunc)))
+			o->to_ifunc[o->nto_ifunc++] = k;
+}
+
+/* Each slot read costs a system call where the program has a SIGSEGV
+ * handler of its own (uread.c), and this is asked for every probe on a
+ * function the symbols do not name: only slots that name one of m's
+ * ifuncs are read, a handful of a module's hundreds. */
+static bool bound_in(struct module *o, const struct module *m, uint64_t start)
+{
+	if (o->ifunc_owner != m)
+		note_ifunc_slots(o, m);
+	for (size_t k = 0; k < o->nto_ifunc; k++)
+		if (slot_holds(o->bias + o->bound[o->to_ifunc[k]].slot, start))
 			return true;
 	return false;
 }
@@ -432,7 +456,7 @@ static bool bound_target(const struct module *m, uint64_t start)
 		if (np_maps_lookup_cached(l.v[i], &map) || map.path[0] != '/' ||
 		    !strcmp(map.path, m->path))
 			continue;
-		const struct module *o = module_for(&map);
+		struct module *o = module_for(&map);
 		found = o && bound_in(o, m, start);
 	}
 	free(l.v);
