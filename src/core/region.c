@@ -90,24 +90,6 @@ static uint64_t place(const struct np_region *r, size_t cap, uint64_t *at)
 
 typedef int make_tramp_fn(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at);
 
-/* An out-of-line copy with no way to jump back (no trampoline memory
- * within a jump's reach of the site, and no register known to be free
- * after the instruction: riscv64's jal reaches 1 MiB, less than a large
- * program's text): the copy ends with a breakpoint instead, whose
- * SIGTRAP sends the thread back to the region's end (trap.c). */
-static int make_trap_back(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
-{
-	struct np_reloc rl = {.src = r->orig, .src_len = r->insn[0].len, .src_pc = r->start,
-			      .dst = buf, .dst_cap = cap, .dst_pc = at, .resume_pc = 0};
-	int n = np_host_isa->relocate_via ? np_host_isa->relocate_via(&rl, &r->scratch)
-					  : np_host_isa->relocate(&rl);
-	if (n < 0)
-		return n;
-	int tail = np_trap_back_tail(buf + n, cap - (size_t)n, at + (uint64_t)n, r->end);
-	r->tramp_off[0] = 0;
-	return tail < 0 ? tail : n + tail;
-}
-
 /* Write a trampoline of at most cap bytes for r, made by make. */
 static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
 {
@@ -142,8 +124,8 @@ static int build_with(struct np_region *r, size_t cap, make_tramp_fn *make)
  * asks for it where the one that jumps back failed with -ERANGE). */
 static int build(struct np_region *r, bool trap_back)
 {
-	if (trap_back)
-		return build_with(r, np_host_tramp_size(r) + NP_TRAP_BACK_TAIL, make_trap_back);
+	if (trap_back) /* its SIGTRAP sends the thread back to r's end (trap.c) */
+		return build_with(r, np_host_trap_back_size(r), np_host_build_trap_back);
 	return build_with(r, np_host_tramp_size(r), np_host_build_tramp);
 }
 

@@ -301,34 +301,11 @@ __attribute__((no_sanitize("address"))) static void trap_hit(struct np_region *r
 	np_host_regs_to_uc(&ctx.regs, uc);
 }
 
-/* The tail of an out-of-line copy that cannot jump back (region.c): a
- * breakpoint, then, at the next 8-byte boundary, the address to resume at
- * and its complement. No other breakpoint runs in trampoline memory (no
- * ISA relocates one: it is refused as another debugger's), and the
- * complement tells a tail from what a bug might run instead (filler).
- * The memory is never reused, so a thread still inside a retired copy
- * finds its way back as well. */
-static uint64_t trap_back_words(uint64_t trap_at)
-{
-	return (trap_at + np_host_isa->trap_len + 7) & ~7ull;
-}
-
-int np_trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume)
-{
-	size_t n = (size_t)(trap_back_words(pc) - pc);
-	uint64_t words[2] = {resume, ~resume};
-	if (n + sizeof(words) > cap)
-		return -ENOSPC;
-	for (size_t i = 0; i < n; i += np_host_isa->trap_len)
-		np_host_isa->emit_trap(buf + i); /* the first one runs: padding after it */
-	memcpy(buf + n, words, sizeof(words));
-	return (int)(n + sizeof(words));
-}
-
-/* Is the breakpoint at 'at' such a tail? Then where to resume. */
+/* Is the breakpoint at 'at' the tail of an out-of-line copy that cannot
+ * jump back (host/layout.h)? Then where to resume. */
 static bool trap_back(uint64_t at, uint64_t *resume)
 {
-	uint64_t words[2], w = trap_back_words(at);
+	uint64_t words[2], w = np_trap_back_words(at, np_host_isa->trap_len);
 	if (!np_codemem_holds(at) || !np_codemem_holds(w + sizeof(words) - 1))
 		return false;
 	np_copy(words, (const void *)(uintptr_t)w, sizeof(words));

@@ -18,11 +18,6 @@ int np_trap_table_edit_many(struct np_region *const *add, size_t nadd,
 			    bool (*drop)(uint64_t addr, const struct np_region *r, void *cookie),
 			    void *cookie);
 int np_trap_init(void);
-/* The end of an out-of-line copy that cannot jump back: a breakpoint and
- * where to go from it (at most NP_TRAP_BACK_TAIL bytes, written at pc).
- * Returns its length, or -ENOSPC. */
-#define NP_TRAP_BACK_TAIL 40
-int np_trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume);
 /* The stop signal may interrupt the SIGTRAP handler where a handler's
  * sa_mask is not honoured (qemu-riscv64 7.2): how deep the thread is in
  * it, and its entry (for stop.c, which then answers on the way out). */

@@ -86,6 +86,12 @@ extern const struct np_uc_shape np_host_uc_shape;
  * of src/host/tramp.c, the same on every host. */
 int np_host_build_tramp(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
 size_t np_host_tramp_size(const struct np_region *region);
+/* The out-of-line copy of a TRAP region's instruction that cannot jump
+ * back (no trampoline memory within a jump's reach, no free register to
+ * jump through): it ends with the breakpoint tail of layout.h instead.
+ * Its room, and the builder, as above. */
+int np_host_build_trap_back(struct np_region *region, uint8_t *buf, size_t cap, uint64_t at);
+size_t np_host_trap_back_size(const struct np_region *region);
 /* Return probes. At a function entry, the slot names where the return
  * address lives (x86-64: its stack address; arm64: x30, and the slot is the
  * entry sp that identifies the frame); get/set read and replace the return

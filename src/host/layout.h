@@ -284,4 +284,19 @@ void np__shadow_arm(struct np_ctx *ctx); /* at an entry: hijack the return */
 /* Where the calling thread's block pointer lives (its TLS slot). */
 struct np_thread **np_thread_tls_slot(void);
 
+/* The tail of an out-of-line copy that cannot jump back (src/host/tramp.c
+ * writes it, src/core/trap.c reads it): a breakpoint at trap_at, then, at
+ * the next 8-byte boundary after it, the address to resume at and its
+ * complement. No other breakpoint runs in trampoline memory (no ISA
+ * relocates one: it is refused as another debugger's), and the complement
+ * tells a tail from what a bug might run instead (filler). The memory is
+ * reclaimed only once no thread can be in it, so a thread still inside a
+ * retired copy finds its way back as well. At most NP_TRAP_BACK_TAIL
+ * bytes. */
+#define NP_TRAP_BACK_TAIL 40
+static inline uint64_t np_trap_back_words(uint64_t trap_at, unsigned trap_len)
+{
+	return (trap_at + trap_len + 7) & ~7ull;
+}
+
 #endif

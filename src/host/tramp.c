@@ -5,7 +5,8 @@
  * each displaced instruction's block and relocation go, how much room a
  * region's trampoline needs. The host's np_host_pieces gives the bytes of
  * each piece and fills their slots; the ISA's relocator (np_host_isa)
- * copies the displaced instructions and appends the jump back.
+ * copies the displaced instructions and appends the jump back. The
+ * out-of-line copy that traps back instead is laid out here too.
  */
 #include "host/host.h"
 #include "host/layout.h"
@@ -191,4 +192,37 @@ int np_host_build_tramp(struct np_region *r, uint8_t *buf, size_t cap, uint64_t 
 		pos += (size_t)n;
 	}
 	return (int)pos;
+}
+
+size_t np_host_trap_back_size(const struct np_region *r)
+{
+	return np_host_tramp_size(r) + NP_TRAP_BACK_TAIL;
+}
+
+/* The breakpoint, trap_len bytes at a time up to the words (the first
+ * runs: the rest is padding), then the words. */
+static int trap_back_tail(uint8_t *buf, size_t cap, uint64_t pc, uint64_t resume)
+{
+	const struct np_isa *isa = np_host_isa;
+	size_t n = (size_t)(np_trap_back_words(pc, isa->trap_len) - pc);
+	uint64_t words[2] = {resume, ~resume};
+	if (n + sizeof(words) > cap)
+		return -ENOSPC;
+	for (size_t i = 0; i < n; i += isa->trap_len)
+		isa->emit_trap(buf + i);
+	memcpy(buf + n, words, sizeof(words));
+	return (int)(n + sizeof(words));
+}
+
+int np_host_build_trap_back(struct np_region *r, uint8_t *buf, size_t cap, uint64_t at)
+{
+	const struct np_isa *isa = np_host_isa;
+	struct np_reloc rl = {.src = r->orig, .src_len = r->insn[0].len, .src_pc = r->start,
+			      .dst = buf, .dst_cap = cap, .dst_pc = at, .resume_pc = 0};
+	int n = isa->relocate_via ? isa->relocate_via(&rl, &r->scratch) : isa->relocate(&rl);
+	if (n < 0)
+		return n;
+	int tail = trap_back_tail(buf + n, cap - (size_t)n, at + (uint64_t)n, r->end);
+	r->tramp_off[0] = 0;
+	return tail < 0 ? tail : n + tail;
 }
