@@ -275,8 +275,7 @@ static void propagate(struct np_regsum *s)
 
 int np_regsum_finish(struct np_regsum *s)
 {
-	if (s->n)
-		np_qsort(s->fn, s->n, sizeof(*s->fn), by_start);
+	np_qsort(s->fn, s->n, sizeof(*s->fn), by_start);
 	resolve(s);
 	propagate(s);
 	return 0;
