@@ -44,6 +44,7 @@ static struct np_vm_site *make_site(const struct aprobe *ap)
 		.red_zone = s->red_zone, .usdt = ap->m.usdt ? ap->m.usdt_args : NULL,
 		.nusdt = ap->m.nusdt, .bias = ap->bias,
 	};
+	np_vm_site_bind(site);
 	return site;
 }
 

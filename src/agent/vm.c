@@ -5,11 +5,11 @@
  *
  * Why an interpreter. A bpftrace action is a handful of operations (load
  * an argument, compare, hash a key, bump a counter); the probe around it
- * costs about 5 ns. A switch-dispatched interpreter adds 1 to 2 ns per
- * instruction here (docs/performance.md, "Scripts"), so the predicate that
- * rejects a hit (3 instructions) or `@[arg0] = count()` (5) stay within a
- * few ns of hand-written C, which native code generation would at best
- * reach. Generating code would also mean writable-then-executable memory
+ * costs about 5 ns. A direct-threaded interpreter (np_vm_run) adds about
+ * a nanosecond per simple instruction here (docs/performance.md,
+ * "Scripts"), so the predicate that rejects a hit (3 instructions) or
+ * `@[arg0] = count()` (5) stay within a few ns of hand-written C, which
+ * native code generation would at best reach. Generating code would also mean writable-then-executable memory
  * in the traced program, a code generator per ISA (x86-64, arm64,
  * riscv64) and the same verifier on top: the bytecode runs unchanged on
  * every ISA the engine supports, and its safety is checked once on a
@@ -431,7 +431,7 @@ static void agg(const struct np_vm_env *env, const struct np_vm_map *m, const ui
 	}
 }
 
-/* --- the interpreter ------------------------------------------------------------ */
+/* --- operations ---------------------------------------------------------------- */
 
 static inline int cmp(unsigned op, uint64_t a, uint64_t b)
 {
@@ -532,139 +532,177 @@ static uint64_t usdt_arg(const struct np_vm_env *env, uint32_t i)
 	return a->is_signed ? sext(v, a->size) : zext(v, a->size);
 }
 
+/* --- the longer instructions ---------------------------------------------------- */
+
+static void scratch_copy(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		dst[k] = src[k];
+}
+
+static void buf_read(const struct np_vm_env *env, uint8_t *dst, uint64_t addr, uint64_t want,
+		     uint32_t size)
+{
+	uint64_t n = want < size - 8 ? want : size - 8;
+	np_zero(dst, size);
+	if (read_mem(env, dst + 8, addr, (uint32_t)n) == 0)
+		dst[0] = (uint8_t)n;
+}
+
+static uint64_t str_equal(const uint8_t *p, const uint8_t *q, uint32_t size)
+{
+	for (uint32_t k = 0; k < size; k++) {
+		if (p[k] != q[k])
+			return 0;
+		if (!p[k])
+			break;
+	}
+	return 1;
+}
+
+static void comm_copy(const struct np_vm_env *env, uint8_t *dst, uint32_t size)
+{
+	np_zero(dst, size);
+	for (uint32_t k = 0; env->ring && k < 16 && k + 1 < size && env->ring->comm[k]; k++)
+		dst[k] = (uint8_t)env->ring->comm[k];
+}
+
+/* count | pid << 32, then the frames: the process's pid above the count,
+ * since a stack is named with its own process's mappings, and two
+ * processes' stacks are two keys, as bpftrace keys them. */
+static void ustack_key(const struct np_vm_env *env, uint64_t *f, uint32_t frames)
+{
+	for (uint32_t k = 0; k <= frames; k++)
+		f[k] = 0;
+	f[0] = walk_stack(env, f + 1, frames) | env->pid << 32;
+}
+
+static uint64_t arg(const struct np_vm_env *env, int32_t n)
+{
+	if (env->site->usdt)
+		return usdt_arg(env, (uint32_t)n);
+	return env->ctx && n < 6 ? np_ctx_arg(env->ctx, (unsigned)n) : 0;
+}
+
+/* --- the interpreter ------------------------------------------------------------ */
+
+void np_vm_site_bind(struct np_vm_site *site)
+{
+	const struct np_vm_prog *prog = site->prog;
+	site->code = np_vm_insns(prog) + np_vm_blocks(prog)[site->block];
+	site->maps = np_vm_maps(prog);
+	site->consts = np_vm_consts(prog);
+}
+
+/*
+ * Direct threading (GCC's labels as values, which clang has too): each
+ * instruction's code ends in a jump of its own to the next one's, which
+ * the branch predictor learns per instruction, where a switch in a loop
+ * shares one indirect jump among all and decodes every operand of every
+ * instruction first. An instruction reads only the operands it has.
+ */
+#define REG(x) r[(x) & (NP_VM_NREGS - 1)]
+#define D REG(i->dst)
+#define A REG(i->a)
+#define B REG(i->b)
+#define EXT ext_of(i)
+#define E0 ((uint32_t)EXT)
+#define E1 ((uint32_t)(EXT >> 32))
+#define MAP (&site->maps[i->imm])
+#define KEY ((const uint64_t *)(scratch + E0))
+#define BLOB (MAP->agg == VM_VAL_INT ? NULL : scratch + E1)
+#define NEXT(words)                                                                   \
+	do {                                                                          \
+		i += (words);                                                         \
+		goto *(i->op < VM_NOPS ? ops[i->op] : &&bad); /* none: checked */     \
+	} while (0)
+#define BINARY(op, expr) op: D = (expr); NEXT(1);
+
 int np_vm_run(const struct np_vm_env *env)
 {
-	uint32_t block = env->site->block;
-	const struct np_vm_prog *prog = env->site->prog;
-	const struct np_vm_insn *code = np_vm_insns(prog);
-	const struct np_vm_map *maps = np_vm_maps(prog);
-	const uint8_t *consts = np_vm_consts(prog);
+	static const void *const ops[VM_NOPS] = {
+		[VM_EXIT] = &&exit, [VM_MOVI] = &&movi, [VM_MOVW] = &&movw, [VM_MOV] = &&mov,
+		[VM_ADD] = &&add, [VM_SUB] = &&sub, [VM_MUL] = &&mul, [VM_DIVU] = &&divu,
+		[VM_MODU] = &&modu, [VM_DIVS] = &&divs, [VM_MODS] = &&mods, [VM_AND] = &&and,
+		[VM_OR] = &&or, [VM_XOR] = &&xor, [VM_SHL] = &&shl, [VM_SHR] = &&shr,
+		[VM_SAR] = &&sar, [VM_EQ] = &&compare, [VM_NE] = &&compare, [VM_LTS] = &&compare,
+		[VM_LES] = &&compare, [VM_GTS] = &&compare, [VM_GES] = &&compare,
+		[VM_LTU] = &&compare, [VM_LEU] = &&compare, [VM_GTU] = &&compare,
+		[VM_GEU] = &&compare, [VM_NEG] = &&neg, [VM_BNOT] = &&bnot, [VM_LNOT] = &&lnot,
+		[VM_SEXT] = &&sext, [VM_ZEXT] = &&zext, [VM_JMP] = &&jmp, [VM_JZ] = &&jz,
+		[VM_JNZ] = &&jnz, [VM_JNCMPI] = &&jncmpi, [VM_BUILTIN] = &&builtin,
+		[VM_ARG] = &&arg, [VM_SARG] = &&sarg, [VM_RETVAL] = &&retval, [VM_READ] = &&read,
+		[VM_LDS] = &&lds, [VM_STS] = &&sts, [VM_CONST] = &&const_, [VM_COPY] = &&copy,
+		[VM_ZERO] = &&zero, [VM_STR] = &&str, [VM_BUF] = &&buf, [VM_STREQ] = &&streq,
+		[VM_COMM] = &&comm, [VM_USTACK] = &&ustack, [VM_MGET] = &&mget,
+		[VM_MSET] = &&mset, [VM_MDEL] = &&mdel, [VM_AGG] = &&agg, [VM_MCLEAR] = &&mclear,
+		[VM_MZERO] = &&mzero, [VM_EMIT] = &&emit,
+	};
+	const struct np_vm_site *site = env->site;
 	uint8_t *scratch = env->thread;
 	/* not zeroed: that would be a memset call, libc's, vector code; a
 	 * register read before it is written holds garbage, which no
 	 * instruction can turn into an unchecked access */
 	uint64_t r[NP_VM_NREGS];
-	const struct np_vm_insn *i = code + np_vm_blocks(prog)[block];
-	for (;;) {
-		uint64_t x = i->op < VM_NOPS && np_vm_op_wide(i->op) ? ext_of(i) : 0;
-		uint32_t e0 = (uint32_t)x, e1 = (uint32_t)(x >> 32);
-		const struct np_vm_insn *next = i + 1 + np_vm_op_wide(i->op);
-		uint64_t a = r[i->a & 15], b = r[i->b & 15];
-		uint64_t *d = &r[i->dst & 15];
-		switch (i->op) {
-		case VM_EXIT: return 0;
-		case VM_MOVI: *d = (uint64_t)(int64_t)i->imm; break;
-		case VM_MOVW: *d = x; break;
-		case VM_MOV: *d = a; break;
-		case VM_ADD: *d = a + b; break;
-		case VM_SUB: *d = a - b; break;
-		case VM_MUL: *d = a * b; break;
-		case VM_DIVU: *d = b ? a / b : 0; break;
-		case VM_MODU: *d = b ? a % b : 0; break;
-		case VM_DIVS: *d = (uint64_t)sdiv((int64_t)a, (int64_t)b); break;
-		case VM_MODS: *d = (uint64_t)smod((int64_t)a, (int64_t)b); break;
-		case VM_AND: *d = a & b; break;
-		case VM_OR: *d = a | b; break;
-		case VM_XOR: *d = a ^ b; break;
-		case VM_SHL: *d = a << (b & 63); break;
-		case VM_SHR: *d = a >> (b & 63); break;
-		case VM_SAR: *d = (uint64_t)((int64_t)a >> (b & 63)); break;
-		case VM_EQ: case VM_NE: case VM_LTS: case VM_LES: case VM_GTS: case VM_GES:
-		case VM_LTU: case VM_LEU: case VM_GTU: case VM_GEU:
-			*d = (uint64_t)cmp(i->op, a, b);
-			break;
-		case VM_NEG: *d = -a; break;
-		case VM_BNOT: *d = ~a; break;
-		case VM_LNOT: *d = !a; break;
-		case VM_SEXT: *d = sext(a, i->imm); break;
-		case VM_ZEXT: *d = zext(a, i->imm); break;
-		case VM_JMP: next += i->imm; break;
-		case VM_JZ: if (!a) next += i->imm; break;
-		case VM_JNZ: if (a) next += i->imm; break;
-		case VM_JNCMPI: if (!cmp(i->dst, a, x)) next += i->imm; break;
-		case VM_BUILTIN: *d = builtin(env, i->imm); break;
-		case VM_ARG:
-			*d = env->site->usdt ? usdt_arg(env, (uint32_t)i->imm)
-			     : env->ctx && i->imm < 6 ? np_ctx_arg(env->ctx, (unsigned)i->imm)
-							 : 0;
-			break;
-		case VM_SARG: *d = sarg(env, i->imm); break;
-		case VM_RETVAL: *d = env->ctx ? np_ctx_retval(env->ctx) : 0; break;
-		case VM_READ: {
-			uint64_t v = 0;
-			*d = read_mem(env, &v, a, (uint32_t)i->imm) ? 0 : v;
-			break;
-		}
-		case VM_LDS: __builtin_memcpy(d, scratch + i->imm, 8); break;
-		case VM_STS: __builtin_memcpy(scratch + i->imm, &a, 8); break;
-		case VM_CONST:
-			for (uint32_t k = 0; k < e1; k++)
-				scratch[i->imm + k] = consts[e0 + k];
-			break;
-		case VM_COPY:
-			for (uint32_t k = 0; k < e1; k++)
-				scratch[(uint32_t)i->imm + k] = scratch[e0 + k];
-			break;
-		case VM_ZERO: np_zero(scratch + i->imm, e1); break;
-		case VM_STR:
-			read_str(env, scratch + i->imm, a, e1, i->b == 0xff ? ~0ull : b);
-			break;
-		case VM_BUF: {
-			uint8_t *dst = scratch + i->imm;
-			uint64_t n = b < e1 - 8 ? b : e1 - 8;
-			np_zero(dst, e1);
-			if (read_mem(env, dst + 8, a, (uint32_t)n) == 0)
-				dst[0] = (uint8_t)n;
-			break;
-		}
-		case VM_STREQ: {
-			const uint8_t *p = scratch + i->imm, *q = scratch + e0;
-			uint64_t eq = 1;
-			for (uint32_t k = 0; k < e1; k++) {
-				if (p[k] != q[k]) {
-					eq = 0;
-					break;
-				}
-				if (!p[k])
-					break;
-			}
-			*d = eq;
-			break;
-		}
-		case VM_COMM:
-			np_zero(scratch + i->imm, e1);
-			for (uint32_t k = 0; env->ring && k < 16 && k + 1 < e1 && env->ring->comm[k]; k++)
-				scratch[i->imm + k] = (uint8_t)env->ring->comm[k];
-			break;
-		case VM_USTACK: {
-			uint64_t *f = (uint64_t *)(scratch + i->imm);
-			for (uint32_t k = 0; k <= e0; k++)
-				f[k] = 0;
-			/* the process's pid above the count: a stack is named
-			 * with its own process's mappings, and two processes'
-			 * stacks are two keys, as bpftrace keys them */
-			f[0] = walk_stack(env, f + 1, e0) | env->pid << 32;
-			break;
-		}
-		case VM_MGET:
-			map_get(env, &maps[i->imm], (const uint64_t *)(scratch + e0), d,
-				maps[i->imm].agg == VM_VAL_INT ? NULL : scratch + e1);
-			break;
-		case VM_MSET:
-			map_set(env, &maps[i->imm], (const uint64_t *)(scratch + e0), a,
-				maps[i->imm].agg == VM_VAL_INT ? NULL : scratch + e1);
-			break;
-		case VM_MDEL: map_del(env, &maps[i->imm], (const uint64_t *)(scratch + e0)); break;
-		case VM_AGG: agg(env, &maps[i->imm], (const uint64_t *)(scratch + e0), a); break;
-		case VM_MCLEAR: map_each_void(env, &maps[i->imm], 0); break;
-		case VM_MZERO: map_each_void(env, &maps[i->imm], 1); break;
-		case VM_EMIT:
-			emit(env, i->dst, (uint32_t)i->imm, scratch + e0, e1);
-			if (i->dst == VM_REC_EXIT)
-				return 1;
-			break;
-		default: return -1; /* the verifier lets none through */
-		}
-		i = next;
-	}
+	const struct np_vm_insn *i = site->code;
+	NEXT(0);
+
+exit:	return 0;
+movi:	D = (uint64_t)(int64_t)i->imm; NEXT(1);
+movw:	D = EXT; NEXT(2);
+mov:	D = A; NEXT(1);
+	BINARY(add, A + B)
+	BINARY(sub, A - B)
+	BINARY(mul, A * B)
+	BINARY(divu, B ? A / B : 0)
+	BINARY(modu, B ? A % B : 0)
+	BINARY(divs, (uint64_t)sdiv((int64_t)A, (int64_t)B))
+	BINARY(mods, (uint64_t)smod((int64_t)A, (int64_t)B))
+	BINARY(and, A & B)
+	BINARY(or, A | B)
+	BINARY(xor, A ^ B)
+	BINARY(shl, A << (B & 63))
+	BINARY(shr, A >> (B & 63))
+	BINARY(sar, (uint64_t)((int64_t)A >> (B & 63)))
+	BINARY(compare, (uint64_t)cmp(i->op, A, B))
+neg:	D = -A; NEXT(1);
+bnot:	D = ~A; NEXT(1);
+lnot:	D = !A; NEXT(1);
+sext:	D = sext(A, i->imm); NEXT(1);
+zext:	D = zext(A, i->imm); NEXT(1);
+jmp:	NEXT(1 + i->imm);
+jz:	NEXT(A ? 1 : 1 + i->imm);
+jnz:	NEXT(A ? 1 + i->imm : 1);
+jncmpi:	NEXT(cmp(i->dst, A, EXT) ? 2 : 2 + i->imm);
+builtin: D = builtin(env, i->imm); NEXT(1);
+arg:	D = arg(env, i->imm); NEXT(1);
+sarg:	D = sarg(env, i->imm); NEXT(1);
+retval:	D = env->ctx ? np_ctx_retval(env->ctx) : 0; NEXT(1);
+read: {
+	uint64_t v = 0;
+	D = read_mem(env, &v, A, (uint32_t)i->imm) ? 0 : v;
+	NEXT(1);
+}
+lds:	__builtin_memcpy(&D, scratch + i->imm, 8); NEXT(1);
+sts:	__builtin_memcpy(scratch + i->imm, &A, 8); NEXT(1);
+const_:	scratch_copy(scratch + i->imm, site->consts + E0, E1); NEXT(2);
+copy:	scratch_copy(scratch + (uint32_t)i->imm, scratch + E0, E1); NEXT(2);
+zero:	np_zero(scratch + i->imm, E1); NEXT(2);
+str:	read_str(env, scratch + i->imm, A, E1, i->b == 0xff ? ~0ull : B); NEXT(2);
+buf:	buf_read(env, scratch + i->imm, A, B, E1); NEXT(2);
+streq:	D = str_equal(scratch + i->imm, scratch + E0, E1); NEXT(2);
+comm:	comm_copy(env, scratch + i->imm, E1); NEXT(2);
+ustack:	ustack_key(env, (uint64_t *)(scratch + i->imm), E0); NEXT(2);
+mget:	map_get(env, MAP, KEY, &D, BLOB); NEXT(2);
+mset:	map_set(env, MAP, KEY, A, BLOB); NEXT(2);
+mdel:	map_del(env, MAP, KEY); NEXT(2);
+agg:	agg(env, MAP, KEY, A); NEXT(2);
+mclear:	map_each_void(env, MAP, 0); NEXT(1);
+mzero:	map_each_void(env, MAP, 1); NEXT(1);
+emit:
+	emit(env, i->dst, (uint32_t)i->imm, scratch + E0, E1);
+	if (i->dst == VM_REC_EXIT)
+		return 1;
+	NEXT(2);
+bad:	return -1; /* the verifier lets none through */
 }

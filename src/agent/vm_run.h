@@ -17,6 +17,11 @@ struct np_vm_site {
 	const struct np_vm_prog *prog; /* checked by np_vm_verify */
 	uint8_t *shared;               /* prog->shared_bytes: the maps' tables */
 	uint32_t block;                /* the probe's block */
+	/* where prog's parts are, found once (np_vm_site_bind): a hit then
+	 * starts at its first instruction without walking the blob's header */
+	const struct np_vm_insn *code; /* the block's first instruction */
+	const struct np_vm_map *maps;
+	const uint8_t *consts;
 	uint32_t probe;                /* the probe's id, for its records */
 	uint32_t probe_key, func_key;  /* what `probe` and `func` are (np_msg_probe) */
 	uint64_t uid, gid;
@@ -43,6 +48,9 @@ struct np_vm_env {
 	uint32_t ring_bytes;
 	uint64_t pid;
 };
+
+/* Fill site's code, maps and consts from its prog and block. */
+void np_vm_site_bind(struct np_vm_site *site);
 
 /* Run env->site's block: 0 at its end, 1 when it called exit(), -1 for
  * an instruction the verifier would have refused. */

@@ -25,6 +25,7 @@ static void run_blocks(const struct np_vm_prog *p)
 	if (shared && thread && ring && data)
 		for (uint32_t b = 0; b < p->nblocks; b++) {
 			struct np_vm_site site = {.prog = p, .shared = shared, .block = b};
+			np_vm_site_bind(&site);
 			struct np_vm_env env = {.site = &site, .thread = thread, .ring = ring,
 						.ring_data = data, .ring_bytes = 1u << 16};
 			np_vm_run(&env);

@@ -121,6 +121,7 @@ static void run_here(struct run *r, const struct probe *pr)
 		.probe = id, .probe_key = id, .func_key = id,
 		.uid = (uint64_t)getuid(), .gid = (uint64_t)getgid(), .start_ns = r->start_ns,
 	};
+	np_vm_site_bind(&site);
 	struct np_vm_env env = {
 		.site = &site, .thread = r->rt.fold, .ring = r->cmd_ring, .ring_data = r->cmd_data,
 		.ring_bytes = CMD_RING_BYTES, .pid = (uint64_t)getpid(),
