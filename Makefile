@@ -116,6 +116,11 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 	@sh cross/riscv64-sysroot.sh $(abspath $(RV_SYSROOT))
+# bpftrace, which cli-scripts compares nanoprobe run with, needs tracefs: a
+# fresh machine may not have it mounted
+	@[ "$$(id -u)" != 0 ] || [ -d /sys/kernel/tracing/events ] || \
+	  mount -t tracefs nodev /sys/kernel/tracing || \
+	  echo "deps: tracefs not mounted: cli-scripts will not compare with bpftrace"
 
 $(BUILD)/build.ninja:
 	$(MESON) setup $(BUILD)

@@ -263,6 +263,14 @@ def compare(case, ours, theirs):
     return None
 
 
+def why_no_bpftrace():
+    if not BPFTRACE:
+        return "not installed"
+    if os.geteuid() != 0:
+        return "it needs root"
+    return "no tracefs at /sys/kernel/tracing: make deps mounts it"
+
+
 def main():
     can_bpftrace = BPFTRACE and os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events")
     passed = failed = skipped = 0
@@ -300,7 +308,7 @@ def main():
             passed, failed = passed + (not why), failed + bool(why)
             continue
         if not can_bpftrace or case.get("skip_bpftrace"):
-            print(f"skip {case['name']}: bpftrace not runnable here (needs root and tracefs); nanoprobe ran")
+            print(f"skip {case['name']}: bpftrace not runnable here ({why_no_bpftrace()}); nanoprobe ran")
             skipped += 1
             continue
         brc, bout, berr = run(bt_cmd(case, prog))
