@@ -257,8 +257,8 @@ static inline uint64_t *slot_key(struct np_vm_slot *s)
 
 /* The slot of key, inserted when `create`; -1 when absent (or the map is
  * full: a drop, counted, when creating). */
-static int64_t map_find(const struct np_vm_env *env, const struct np_vm_map *m, const uint64_t *key,
-			int create)
+static int64_t map_probe(const struct np_vm_env *env, const struct np_vm_map *m,
+			 const uint64_t *key, int create)
 {
 	uint32_t words = m->key_size / 8, mask = m->nslots - 1;
 	uint64_t h = hash_key(key, words);
@@ -293,6 +293,17 @@ static int64_t map_find(const struct np_vm_env *env, const struct np_vm_map *m, 
 	if (create)
 		__atomic_fetch_add(&map_header(env, m)->drops, 1, __ATOMIC_RELAXED);
 	return -1;
+}
+
+/* map_probe, with no call for a map without keys (@c = count()): its one
+ * slot is taken at the first update, and then always the answer. */
+static inline int64_t map_find(const struct np_vm_env *env, const struct np_vm_map *m,
+			       const uint64_t *key, int create)
+{
+	if (m->key_size == 0 &&
+	    __atomic_load_n(&slot_at(env, m, 0)->state, __ATOMIC_ACQUIRE) == VM_SLOT_READY)
+		return 0;
+	return map_probe(env, m, key, create);
 }
 
 static inline uint64_t *slot_value(struct np_vm_slot *s, const struct np_vm_map *m)
