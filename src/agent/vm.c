@@ -9,11 +9,12 @@
  * a nanosecond per simple instruction here (docs/performance.md,
  * "Scripts"), so the predicate that rejects a hit (3 instructions) or
  * `@[arg0] = count()` (5) stay within a few ns of hand-written C, which
- * native code generation would at best reach. Generating code would also mean writable-then-executable memory
- * in the traced program, a code generator per ISA (x86-64, arm64,
- * riscv64) and the same verifier on top: the bytecode runs unchanged on
- * every ISA the engine supports, and its safety is checked once on a
- * linear array (vm_verify.c), not on machine code.
+ * native code generation would at best reach. Generating code would also
+ * mean writable-then-executable memory in the traced program, a code
+ * generator per ISA (x86-64, arm64, riscv64) and the same verifier on
+ * top: the bytecode runs unchanged on every ISA the engine supports, and
+ * its safety is checked once on a linear array (vm_verify.c), not on
+ * machine code.
  *
  * The rules of the hit path hold here: built with -mgeneral-regs-only,
  * no libc, no lock (a key insert claims its slot with one compare-and-
@@ -628,6 +629,10 @@ void np_vm_site_bind(struct np_vm_site *site)
 		goto *(i->op < VM_NOPS ? ops[i->op] : &&bad); /* none: checked */     \
 	} while (0)
 #define BINARY(op, expr) op: D = (expr); NEXT(1);
+
+/* A designated table leaves an op it does not name NULL: an op added to
+ * vm.h stops the build here until it has its entry below. */
+_Static_assert(VM_NOPS == 58 && VM_EMIT + 1 == VM_NOPS, "a new op needs its entry in ops[]");
 
 int np_vm_run(const struct np_vm_env *env)
 {
