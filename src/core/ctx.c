@@ -34,8 +34,8 @@ __attribute__((no_sanitize("address"))) void np_ctx_claim(struct np_ctx *ctx)
 /* Stack arguments are read from the probed program's stack, which a
  * sanitizer would take for the engine's own (and a handler may ask for more
  * arguments than the function has, as BPF programs may); on x86-64 above
- * the return address. Apart from np_ctx_arg, whose register case, on
- * every script hit that reads an argument, then saves no register. */
+ * the return address. Kept out of np_ctx_arg, so that its register case,
+ * which every script hit reading an argument takes, saves no register. */
 __attribute__((no_sanitize("address"), noinline, cold)) static uint64_t
 stack_arg(const struct np_ctx *ctx, unsigned i)
 {
