@@ -8,6 +8,32 @@
 #include "agent/agent.h"
 #include "agent/script.h"
 
+/* The block, with this hit's environment (filtered: past its predicate,
+ * which read arg). */
+static inline void run_block(const struct np_vm_site *site, struct np_ctx *ctx,
+			     struct np_ring *r, const struct np_shm_header *h, bool filtered,
+			     uint64_t arg)
+{
+	struct np_vm_env env = {
+		.site = site, .ctx = ctx, .thread = np_ring_extra(r, h->nprobes, h->ring_bytes),
+		.ring = r, .ring_data = np_ring_data(r, h->nprobes), .ring_bytes = h->ring_bytes,
+		.pid = (uint64_t)(uint32_t)r->pid, .filtered = filtered, .filter_arg = arg,
+	};
+	np_vm_run(&env);
+}
+
+/* A block that begins with a predicate np_vm_passes can test: a hit that
+ * fails it ends here. Apart from on_script, whose other hits then keep
+ * nothing across a call of their own. */
+static __attribute__((noinline)) void run_filtered(const struct np_vm_site *site,
+						   struct np_ctx *ctx, struct np_ring *r,
+						   const struct np_shm_header *h)
+{
+	uint64_t arg;
+	if (np_vm_passes(site, ctx, &arg))
+		run_block(site, ctx, r, h, true, arg);
+}
+
 /* Its probe's site (made at the attach, np_agent_script_handlers); the
  * session's memory and this thread's ring and area. */
 static void on_script(struct np_ctx *ctx, void *data)
@@ -18,12 +44,10 @@ static void on_script(struct np_ctx *ctx, void *data)
 	if (!r || !h)
 		return;
 	np_ring_counts(r)[site->probe]++;
-	struct np_vm_env env = {
-		.site = site, .ctx = ctx, .thread = np_ring_extra(r, h->nprobes, h->ring_bytes),
-		.ring = r, .ring_data = np_ring_data(r, h->nprobes), .ring_bytes = h->ring_bytes,
-		.pid = (uint64_t)(uint32_t)r->pid,
-	};
-	np_vm_run(&env);
+	if (site->filter)
+		run_filtered(site, ctx, r, h);
+	else
+		run_block(site, ctx, r, h, false, 0);
 }
 
 /* What the probe's hits give the program: made at each attach, when the

@@ -445,23 +445,6 @@ static void agg(const struct np_vm_env *env, const struct np_vm_map *m, const ui
 
 /* --- operations ---------------------------------------------------------------- */
 
-static inline int cmp(unsigned op, uint64_t a, uint64_t b)
-{
-	switch (op) {
-	case VM_EQ: return a == b;
-	case VM_NE: return a != b;
-	case VM_LTS: return (int64_t)a < (int64_t)b;
-	case VM_LES: return (int64_t)a <= (int64_t)b;
-	case VM_GTS: return (int64_t)a > (int64_t)b;
-	case VM_GES: return (int64_t)a >= (int64_t)b;
-	case VM_LTU: return a < b;
-	case VM_LEU: return a <= b;
-	case VM_GTU: return a > b;
-	case VM_GEU: return a >= b;
-	}
-	return 0;
-}
-
 static uint64_t builtin(const struct np_vm_env *env, int32_t which)
 {
 	switch (which) {
@@ -598,12 +581,26 @@ static uint64_t arg(const struct np_vm_env *env, int32_t n)
 
 /* --- the interpreter ------------------------------------------------------------ */
 
+/* A block that begins `ARG r, n; JNCMPI r OP k` and whose compare, when
+ * it fails, jumps to an EXIT: a predicate on a register argument, which
+ * np_vm_passes can test without entering the interpreter. A USDT
+ * probe's arguments are read by its note's specs: not here. */
+static bool find_filter(const struct np_vm_site *site)
+{
+	const struct np_vm_insn *a = site->code, *j = a + 1;
+	if (site->usdt || a->op != VM_ARG || a->imm < 0 || a->imm >= 6 || j->op != VM_JNCMPI ||
+	    j->a != a->dst || j->imm <= 0)
+		return false;
+	return j[2 + j->imm].op == VM_EXIT;
+}
+
 void np_vm_site_bind(struct np_vm_site *site)
 {
 	const struct np_vm_prog *prog = site->prog;
 	site->code = np_vm_insns(prog) + np_vm_blocks(prog)[site->block];
 	site->maps = np_vm_maps(prog);
 	site->consts = np_vm_consts(prog);
+	site->filter = find_filter(site);
 }
 
 /*
@@ -661,6 +658,10 @@ int np_vm_run(const struct np_vm_env *env)
 	 * instruction can turn into an unchecked access */
 	uint64_t r[NP_VM_NREGS];
 	const struct np_vm_insn *i = site->code;
+	if (env->filtered) { /* its ARG and JNCMPI (find_filter) done */
+		REG(i->dst) = env->filter_arg;
+		i += 3;
+	}
 	NEXT(0);
 
 exit:	return 0;
@@ -680,7 +681,7 @@ mov:	D = A; NEXT(1);
 	BINARY(shl, A << (B & 63))
 	BINARY(shr, A >> (B & 63))
 	BINARY(sar, (uint64_t)((int64_t)A >> (B & 63)))
-	BINARY(compare, (uint64_t)cmp(i->op, A, B))
+	BINARY(compare, (uint64_t)np_vm_cmp(i->op, A, B))
 neg:	D = -A; NEXT(1);
 bnot:	D = ~A; NEXT(1);
 lnot:	D = !A; NEXT(1);
@@ -689,7 +690,7 @@ zext:	D = zext(A, i->imm); NEXT(1);
 jmp:	NEXT(1 + i->imm);
 jz:	NEXT(A ? 1 : 1 + i->imm);
 jnz:	NEXT(A ? 1 + i->imm : 1);
-jncmpi:	NEXT(cmp(i->dst, A, EXT) ? 2 : 2 + i->imm);
+jncmpi:	NEXT(np_vm_cmp(i->dst, A, EXT) ? 2 : 2 + i->imm);
 builtin: D = builtin(env, i->imm); NEXT(1);
 arg:	D = arg(env, i->imm); NEXT(1);
 sarg:	D = sarg(env, i->imm); NEXT(1);

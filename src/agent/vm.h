@@ -108,6 +108,24 @@ static inline int np_vm_op_wide(unsigned op)
 	return 0;
 }
 
+/* a compare op (VM_EQ .. VM_GEU) on a and b */
+static inline int np_vm_cmp(unsigned op, uint64_t a, uint64_t b)
+{
+	switch (op) {
+	case VM_EQ: return a == b;
+	case VM_NE: return a != b;
+	case VM_LTS: return (int64_t)a < (int64_t)b;
+	case VM_LES: return (int64_t)a <= (int64_t)b;
+	case VM_GTS: return (int64_t)a > (int64_t)b;
+	case VM_GES: return (int64_t)a >= (int64_t)b;
+	case VM_LTU: return a < b;
+	case VM_LEU: return a <= b;
+	case VM_GTU: return a > b;
+	case VM_GEU: return a >= b;
+	}
+	return 0;
+}
+
 enum np_vm_builtin {
 	VM_B_PID = 1, VM_B_TID, VM_B_NSECS, VM_B_ELAPSED, VM_B_CPU, VM_B_UID, VM_B_GID,
 	/* the probe, as the lowest id of the probes with its name (a USDT

@@ -4,6 +4,7 @@
 #ifndef NP_AGENT_VM_RUN_H
 #define NP_AGENT_VM_RUN_H
 #include <nanoprobe/nanoprobe.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ struct np_vm_site {
 	const struct np_vm_insn *code; /* the block's first instruction */
 	const struct np_vm_map *maps;
 	const uint8_t *consts;
+	bool filter; /* the block begins with a predicate np_vm_rejects tests */
 	uint32_t probe;                /* the probe's id, for its records */
 	uint32_t probe_key, func_key;  /* what `probe` and `func` are (np_msg_probe) */
 	uint64_t uid, gid;
@@ -47,10 +49,29 @@ struct np_vm_env {
 	unsigned char *ring_data;
 	uint32_t ring_bytes;
 	uint64_t pid;
+	/* np_vm_passes passed the hit: the block starts past its predicate,
+	 * the predicate's register holding the argument it read */
+	bool filtered;
+	uint64_t filter_arg;
 };
 
 /* Fill site's code, maps and consts from its prog and block. */
 void np_vm_site_bind(struct np_vm_site *site);
+
+/* Does the hit pass the predicate the site's block begins with (a
+ * register argument against a constant, site->filter)? One that fails it
+ * would only exit: the hit path returns at once, without the
+ * interpreter's entry. One that passes runs the block past the
+ * predicate, with the argument read (*arg, np_vm_env.filtered). */
+static inline bool np_vm_passes(const struct np_vm_site *site, const struct np_ctx *ctx,
+				uint64_t *arg)
+{
+	const struct np_vm_insn *a = site->code, *j = a + 1;
+	uint64_t k;
+	__builtin_memcpy(&k, j + 1, 8);
+	*arg = np_ctx_arg(ctx, (unsigned)a->imm);
+	return np_vm_cmp(j->dst, *arg, k);
+}
 
 /* Run env->site's block: 0 at its end, 1 when it called exit(), -1 for
  * an instruction the verifier would have refused. */

@@ -70,6 +70,12 @@ CASES = [
     dict(name="return", prog="uprobe:$P:size { if (arg0 > 10) { return; } @small[arg0] = count(); }"),
     # predicates
     dict(name="predicate", prog="uprobe:$P:size /arg0 > 4096/ { @big = count(); }"),
+    # a predicate on one register argument is tested before the block runs
+    # (np_vm_rejects): each compare, hits that pass and hits that do not
+    dict(name="predicate_ops", prog="uprobe:$P:size /arg0 != 4096/ { @ne = count(); } "
+         "uprobe:$P:size /arg0 <= 100/ { @le = count(); } uprobe:$P:size /arg0 >= 100/ { @ge = count(); } "
+         "uprobe:$P:size /arg0 < 3/ { @lt[arg0] = count(); } uprobe:$P:size /arg0 == 7/ { @eq = sum(arg0); }"),
+    dict(name="predicate_sixth_arg", prog="uprobe:$P:eight /arg5 > 2/ { @[arg5, arg0] = count(); }", args="5"),
     dict(name="predicate_and_or", prog="uprobe:$P:size /(arg0 > 2 && arg0 < 1000) || arg0 == 0/ { @[arg0] = count(); }"),
     dict(name="predicate_string", prog="uprobe:$P:name /str(arg0) == \"grace\"/ { @g = count(); } uprobe:$P:name /str(arg0) != \"grace\"/ { @o = count(); }"),
     dict(name="strncmp", prog="uprobe:$P:name /strncmp(str(arg0), \"lin\", 3) == 0/ { @[arg1] = count(); }"),
