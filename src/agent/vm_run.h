@@ -23,7 +23,7 @@ struct np_vm_site {
 	const struct np_vm_insn *code; /* the block's first instruction */
 	const struct np_vm_map *maps;
 	const uint8_t *consts;
-	bool filter; /* the block begins with a predicate np_vm_rejects tests */
+	bool filter; /* the block begins with a predicate np_vm_passes tests */
 	uint32_t probe;                /* the probe's id, for its records */
 	uint32_t probe_key, func_key;  /* what `probe` and `func` are (np_msg_probe) */
 	uint64_t uid, gid;
@@ -55,7 +55,7 @@ struct np_vm_env {
 	uint64_t filter_arg;
 };
 
-/* Fill site's code, maps and consts from its prog and block. */
+/* Fill site's code, maps, consts and filter from its prog and block. */
 void np_vm_site_bind(struct np_vm_site *site);
 
 /* Does the hit pass the predicate the site's block begins with (a
