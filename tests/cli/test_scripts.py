@@ -71,7 +71,7 @@ CASES = [
     # predicates
     dict(name="predicate", prog="uprobe:$P:size /arg0 > 4096/ { @big = count(); }"),
     # a predicate on one register argument is tested before the block runs
-    # (np_vm_rejects): each compare, hits that pass and hits that do not
+    # (np_vm_passes): each compare, hits that pass and hits that do not
     dict(name="predicate_ops", prog="uprobe:$P:size /arg0 != 4096/ { @ne = count(); } "
          "uprobe:$P:size /arg0 <= 100/ { @le = count(); } uprobe:$P:size /arg0 >= 100/ { @ge = count(); } "
          "uprobe:$P:size /arg0 < 3/ { @lt[arg0] = count(); } uprobe:$P:size /arg0 == 7/ { @eq = sum(arg0); }"),
