@@ -15,6 +15,7 @@
  * the jump's displacement bytes and died or returned garbage.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -345,6 +346,7 @@ TEST(a_thread_blocked_inside_the_bytes_is_left_in_its_call)
  * patch waits for the second one, which answers once it unblocks. */
 static int64_t rounds_t1; /* when the first attach returned (ns); 0 before */
 static volatile int late_unblocked;
+static int rounds_blocked; /* threads that block the signal by now */
 
 /* Wait, busy, until 'after' ns past the first attach's return. */
 static void until_after_first(int64_t after)
@@ -358,6 +360,7 @@ static void *busy_blocked(void *arg)
 {
 	int64_t unblock = (int64_t)(intptr_t)arg * SEC;
 	rt_signals(SIG_BLOCK);
+	__atomic_fetch_add(&rounds_blocked, 1, __ATOMIC_RELEASE);
 	until_after_first(unblock);
 	if (unblock > SEC)
 		late_unblocked = 1; /* before the answer it makes possible */
@@ -376,8 +379,14 @@ TEST(answers_of_an_earlier_round_do_not_stand_in_for_another_thread)
 	memcpy(pristine, fn, sizeof pristine);
 	rounds_t1 = 0;
 	late_unblocked = 0;
+	rounds_blocked = 0;
 	CHECK_EQ(pthread_create(&early, NULL, busy_blocked, (void *)1), 0);
 	CHECK_EQ(pthread_create(&late, NULL, busy_blocked, (void *)2), 0);
+	/* both block the signal before the first attach asks them: on a
+	 * loaded machine a new thread may not have run yet, and one that
+	 * answers lets that attach succeed */
+	while (__atomic_load_n(&rounds_blocked, __ATOMIC_ACQUIRE) < 2)
+		sched_yield();
 
 	errno = 0;
 	CHECK(np_probe_attach(fn, &jump) == NULL); /* neither answers */

@@ -101,6 +101,22 @@ static uint64_t total_calls(struct worker *w, unsigned n)
 	return sum;
 }
 
+/* The calls counted after an interval, which lasts until one more batch
+ * was counted (at most PROGRESS_WAITS intervals more): a slow path (a
+ * trap per hit, on a loaded machine) may take longer than an interval for
+ * one BATCH, and a rate of 0 would say that no call returned. */
+enum { PROGRESS_WAITS = 100 };
+static uint64_t calls_after(struct worker *w, unsigned n, double interval, uint64_t c0)
+{
+	sleep_s(interval);
+	uint64_t c1 = total_calls(w, n);
+	for (int k = 0; c1 == c0 && k < PROGRESS_WAITS; k++) {
+		sleep_s(interval);
+		c1 = total_calls(w, n);
+	}
+	return c1;
+}
+
 /* Rates over SAMPLES intervals after one warm-up interval. */
 static void sample(struct worker *w, unsigned n, double interval, struct loop_result *out)
 {
@@ -109,8 +125,7 @@ static void sample(struct worker *w, unsigned n, double interval, struct loop_re
 	uint64_t c0 = total_calls(w, n);
 	double t0 = now_s();
 	for (int i = 0; i < SAMPLES; i++) {
-		sleep_s(interval);
-		uint64_t c1 = total_calls(w, n);
+		uint64_t c1 = calls_after(w, n, interval, c0);
 		double t1 = now_s();
 		rate[i] = (double)(c1 - c0) / (t1 - t0) / 1e6;
 		sum += rate[i];
